@@ -1,0 +1,3 @@
+module github.com/tandemrl/tandem
+
+go 1.26

@@ -1,0 +1,293 @@
+package rl
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/tandemrl/tandem/policy"
+)
+
+// ModelInput is a prompt or a training sequence: a list of chunks, as in the
+// Tinker API. The embedded engine understands token chunks only.
+type ModelInput struct {
+	Chunks []Chunk `json:"chunks"`
+}
+
+// Chunk is one piece of a ModelInput. Type is "encoded_text" (the only kind
+// tandem produces; an empty Type means the same).
+type Chunk struct {
+	Type   string `json:"type,omitempty"`
+	Tokens []int  `json:"tokens"`
+}
+
+// ChunkEncodedText is the Type of a chunk of token ids.
+const ChunkEncodedText = "encoded_text"
+
+// Tokens returns a ModelInput holding one chunk of toks. It does not copy toks.
+func Tokens(toks []int) ModelInput {
+	return ModelInput{Chunks: []Chunk{{Type: ChunkEncodedText, Tokens: toks}}}
+}
+
+// AllTokens returns every token of every chunk, in order, in a new slice.
+func (m ModelInput) AllTokens() []int {
+	n := 0
+	for _, c := range m.Chunks {
+		n += len(c.Tokens)
+	}
+	out := make([]int, 0, n)
+	for _, c := range m.Chunks {
+		out = append(out, c.Tokens...)
+	}
+	return out
+}
+
+// Len returns the total number of tokens.
+func (m ModelInput) Len() int {
+	n := 0
+	for _, c := range m.Chunks {
+		n += len(c.Tokens)
+	}
+	return n
+}
+
+// DType is a TensorData element type.
+type DType string
+
+const (
+	Int64   DType = "int64"
+	Float32 DType = "float32"
+)
+
+// TensorData is a flat tensor as the Tinker API sends it: the elements in
+// row-major order, their type and (optionally) a shape. Integer data is held
+// in Ints, floating data in Floats; exactly one of them is used, as DType says.
+type TensorData struct {
+	DType  DType     `json:"dtype"`
+	Shape  []int     `json:"shape,omitempty"`
+	Ints   []int64   `json:"-"`
+	Floats []float64 `json:"-"`
+}
+
+// IntTensor returns a 1-D int64 tensor of v.
+func IntTensor(v []int) TensorData {
+	d := make([]int64, len(v))
+	for i, x := range v {
+		d[i] = int64(x)
+	}
+	return TensorData{DType: Int64, Ints: d, Shape: []int{len(v)}}
+}
+
+// FloatTensor returns a 1-D float32 tensor of v. It does not copy v.
+func FloatTensor(v []float64) TensorData {
+	return TensorData{DType: Float32, Floats: v, Shape: []int{len(v)}}
+}
+
+// Len returns the number of elements.
+func (t TensorData) Len() int {
+	if t.DType == Int64 {
+		return len(t.Ints)
+	}
+	return len(t.Floats)
+}
+
+// Validate checks that the dtype is known, the data sits in the field the
+// dtype names, the shape (when given) matches the element count, and float
+// data is finite.
+func (t TensorData) Validate() error {
+	switch t.DType {
+	case Int64:
+		if t.Floats != nil {
+			return errors.New("tensor: dtype int64 but float data given")
+		}
+	case Float32:
+		if t.Ints != nil {
+			return errors.New("tensor: dtype float32 but integer data given")
+		}
+		for i, f := range t.Floats {
+			if math.IsNaN(f) || math.IsInf(f, 0) {
+				return fmt.Errorf("tensor: element %d is %v; values must be finite", i, f)
+			}
+		}
+	default:
+		return fmt.Errorf("tensor: dtype %q unknown; want int64 or float32", t.DType)
+	}
+	if t.Shape != nil {
+		n := 1
+		for _, d := range t.Shape {
+			if d < 0 {
+				return fmt.Errorf("tensor: shape %v has a negative dimension", t.Shape)
+			}
+			n *= d
+		}
+		if n != t.Len() {
+			return fmt.Errorf("tensor: shape %v holds %d elements but %d given", t.Shape, n, t.Len())
+		}
+	}
+	return nil
+}
+
+// Datum is one training example: an input sequence and the named per-token
+// inputs of the loss (Tinker's loss_fn_inputs), e.g. "target_tokens",
+// "weights", "logprobs", "advantages". Each loss input has one element per
+// input token; target_tokens are the next tokens, already shifted by the
+// caller.
+type Datum struct {
+	ModelInput   ModelInput            `json:"model_input"`
+	LossFnInputs map[string]TensorData `json:"loss_fn_inputs"`
+}
+
+// Names of loss inputs, as in the Tinker API.
+const (
+	InputTargetTokens = "target_tokens"
+	InputWeights      = "weights"
+	InputLogprobs     = "logprobs"
+	InputAdvantages   = "advantages"
+)
+
+// LossName names a built-in per-token loss.
+type LossName string
+
+// The built-in losses. Let q be the sampler's log-prob of the target token,
+// p the trainer's, r = exp(p−q), A the advantage, w the weight; losses are
+// summed over tokens, with no hidden normalization.
+const (
+	CrossEntropy       LossName = "cross_entropy"       // −w·p
+	ImportanceSampling LossName = "importance_sampling" // −r·A
+	PPO                LossName = "ppo"                 // −min(r·A, clip(r,lo,hi)·A)
+	CISPO              LossName = "cispo"               // −sg(clip(r,lo,hi))·A·p
+	DRO                LossName = "dro"                 // Tinker's DRO, with "beta"
+)
+
+// Loss selects a loss and its configuration (Tinker's loss_fn_config), e.g.
+// {"clip_low_threshold": 0.8, "clip_high_threshold": 1.2} for PPO.
+type Loss struct {
+	Name   LossName           `json:"loss_fn"`
+	Config map[string]float64 `json:"loss_fn_config,omitempty"`
+}
+
+// ForwardBackwardOutput is the result of a forward or forward-backward pass:
+// one map of per-token outputs per datum (at least "logprobs", the trainer's
+// log-prob of each target token) and summed metrics such as "loss:sum".
+type ForwardBackwardOutput struct {
+	LossFnOutputs []map[string]TensorData `json:"loss_fn_outputs"`
+	Metrics       map[string]float64      `json:"metrics"`
+}
+
+// AdamParams are the optimizer settings of one step (Tinker's AdamParams).
+// The zero value of a field means its default: LearningRate 1e-4, Beta1 0.9,
+// Beta2 0.95, Eps 1e-12, WeightDecay 0, GradClipNorm 0 (no clipping).
+type AdamParams struct {
+	LearningRate float64 `json:"learning_rate"`
+	Beta1        float64 `json:"beta1"`
+	Beta2        float64 `json:"beta2"`
+	Eps          float64 `json:"eps"`
+	WeightDecay  float64 `json:"weight_decay"`
+	GradClipNorm float64 `json:"grad_clip_norm"`
+}
+
+// WithDefaults returns p with zero fields replaced by their defaults.
+func (p AdamParams) WithDefaults() AdamParams {
+	if p.LearningRate == 0 {
+		p.LearningRate = 1e-4
+	}
+	if p.Beta1 == 0 {
+		p.Beta1 = 0.9
+	}
+	if p.Beta2 == 0 {
+		p.Beta2 = 0.95
+	}
+	if p.Eps == 0 {
+		p.Eps = 1e-12
+	}
+	return p
+}
+
+// Validate checks the ranges of every field (after defaults).
+func (p AdamParams) Validate() error {
+	p = p.WithDefaults()
+	switch {
+	case !(p.LearningRate > 0) || math.IsInf(p.LearningRate, 0):
+		return fmt.Errorf("adam: learning_rate %v must be a positive finite number", p.LearningRate)
+	case !(p.Beta1 >= 0 && p.Beta1 < 1):
+		return fmt.Errorf("adam: beta1 %v must be in [0, 1)", p.Beta1)
+	case !(p.Beta2 >= 0 && p.Beta2 < 1):
+		return fmt.Errorf("adam: beta2 %v must be in [0, 1)", p.Beta2)
+	case !(p.Eps > 0) || math.IsInf(p.Eps, 0):
+		return fmt.Errorf("adam: eps %v must be a positive finite number", p.Eps)
+	case !(p.WeightDecay >= 0) || math.IsInf(p.WeightDecay, 0):
+		return fmt.Errorf("adam: weight_decay %v must be a non-negative finite number", p.WeightDecay)
+	case !(p.GradClipNorm >= 0) || math.IsInf(p.GradClipNorm, 0):
+		return fmt.Errorf("adam: grad_clip_norm %v must be a non-negative finite number (0 disables clipping)", p.GradClipNorm)
+	}
+	return nil
+}
+
+// OptimStepOutput reports an optimizer step. Version is the policy version
+// the trainer holds after the step.
+type OptimStepOutput struct {
+	Version policy.Version     `json:"version"`
+	Metrics map[string]float64 `json:"metrics,omitempty"`
+}
+
+// SamplingParams control generation (Tinker's SamplingParams). In Go the
+// zero value of each field means: Temperature 0 is greedy decoding (the
+// Tinker wire default of 1 is applied by the protocol layer, not here), TopK
+// ≤ 0 means no top-k cut, TopP 0 or 1 means no nucleus cut, Seed nil means a
+// seed drawn by the sampler. MaxTokens must be positive. Generation stops
+// after a stop string appears in the decoded text or a stop token is drawn;
+// the stop token or string is included in the returned tokens.
+type SamplingParams struct {
+	MaxTokens   int      `json:"max_tokens"`
+	Temperature float64  `json:"temperature"`
+	TopK        int      `json:"top_k,omitempty"`
+	TopP        float64  `json:"top_p,omitempty"`
+	Seed        *int64   `json:"seed,omitempty"`
+	StopStrings []string `json:"stop_strings,omitempty"`
+	StopTokens  []int    `json:"stop_tokens,omitempty"`
+}
+
+// Validate checks every field's range.
+func (p SamplingParams) Validate() error {
+	switch {
+	case p.MaxTokens <= 0:
+		return fmt.Errorf("sampling: max_tokens %d must be positive", p.MaxTokens)
+	case !(p.Temperature >= 0) || math.IsInf(p.Temperature, 0):
+		return fmt.Errorf("sampling: temperature %v must be a non-negative finite number (0 is greedy)", p.Temperature)
+	case !(p.TopP >= 0 && p.TopP <= 1):
+		return fmt.Errorf("sampling: top_p %v must be in [0, 1]", p.TopP)
+	}
+	for i, s := range p.StopStrings {
+		if s == "" {
+			return fmt.Errorf("sampling: stop string %d is empty", i)
+		}
+	}
+	return nil
+}
+
+// StopReason says why a sequence ended.
+type StopReason string
+
+const (
+	StopLength StopReason = "length" // max_tokens reached
+	StopStop   StopReason = "stop"   // a stop string or token was produced
+)
+
+// Sequence is one sampled completion: its tokens, the sampler's log-prob of
+// each token under the distribution it was actually drawn from, and why it
+// stopped.
+type Sequence struct {
+	Tokens     []int      `json:"tokens"`
+	Logprobs   []float64  `json:"logprobs"`
+	StopReason StopReason `json:"stop_reason"`
+}
+
+// SampleOutput is the result of one Sample call: n sequences and the policy
+// version that produced them (the oldest, if weights changed during the call).
+type SampleOutput struct {
+	Sequences []Sequence `json:"sequences"`
+	// PromptLogprobs holds the log-prob of each prompt token given the ones
+	// before it, when requested; the first token has none and holds 0.
+	PromptLogprobs []float64      `json:"prompt_logprobs,omitempty"`
+	Version        policy.Version `json:"version"`
+}
