@@ -1,0 +1,169 @@
+package kernels
+
+import "sync"
+
+// float is the element type of the kernels.
+type float interface{ ~float32 | ~float64 }
+
+// microKernel computes one mr×nr tile: C = alpha·(Ap·Bp) + beta·C, where Ap is
+// a packed panel of A (element (i, p) at a[p*mr+i]) and Bp holds k rows of nr
+// contiguous elements at row stride ldb (element (p, j) at b[p*ldb+j]). C has
+// row stride ldc. k >= 1. When beta == 0, C is not read.
+//
+// Every element of the tile is the sum over p = 0, 1, …, k-1 in that order,
+// accumulated in its own register lane, so the value of an element does not
+// depend on its position in the tile nor on the other elements.
+type microKernel[T float] func(k int, a, b []T, ldb int, c []T, ldc int, alpha, beta T)
+
+// gemmImpl is one way to run GEMM: a micro-kernel and the blocking around it.
+// All fields are fixed at package initialisation; a gemmImpl is read-only and
+// safe for concurrent use.
+type gemmImpl[T float] struct {
+	name   string
+	mr, nr int            // micro-tile
+	kernel microKernel[T] // computes one mr×nr tile
+	kc     int            // depth of one pass (rows of B panels in L1)
+	mc     int            // rows of A packed per work item (a multiple of mr, in L2)
+	chunk  int            // B panels (nr columns each) per work item
+	// packBMinRows: B is packed when op(A) has more rows than this; below it,
+	// B is used in place when it is not transposed (packing would cost more
+	// than it saves).
+	packBMinRows int
+	pool         *sync.Pool // of *[]T scratch buffers
+}
+
+func ceilDiv(a, b int) int { return (a + b - 1) / b }
+
+// getBuf returns a scratch slice of length n from the pool; putBuf returns it.
+func (im *gemmImpl[T]) getBuf(n int) *[]T {
+	if v, ok := im.pool.Get().(*[]T); ok && cap(*v) >= n {
+		*v = (*v)[:n]
+		return v
+	}
+	s := make([]T, n)
+	return &s
+}
+
+func (im *gemmImpl[T]) putBuf(s *[]T) { im.pool.Put(s) }
+
+// gemm computes C = alpha·op(A)·op(B) + beta·C on up to par.Threads goroutines.
+// Arguments must have been checked by checkGemm.
+//
+// The result is bit-identical for every thread count: the output is cut into
+// a fixed grid of mr×nr tiles starting at (0, 0); each tile is computed by the
+// same micro-kernel over the same depth passes (kc rows at a time, first pass
+// applying beta, later ones adding to C), whichever goroutine runs it.
+func gemm[T float](im *gemmImpl[T], par Par, tA, tB bool, m, n, k int, alpha T, a []T, lda int, b []T, ldb int, beta T, c []T, ldc int) {
+	if m == 0 || n == 0 {
+		return
+	}
+	if k == 0 || alpha == 0 {
+		scaleC(m, n, beta, c, ldc)
+		return
+	}
+	mr, nr := im.mr, im.nr
+	nPanels := ceilDiv(n, nr)
+	work := int64(m) * int64(n) * int64(k)
+
+	packB := tB || m > im.packBMinRows
+	var bPacked []T
+	if packB {
+		buf := im.getBuf(k * nPanels * nr)
+		defer im.putBuf(buf)
+		bPacked = *buf
+		// Packing moves k·n elements; give it threads as if it were 8 times
+		// cheaper than the same number of multiply-adds.
+		pt := par.workers(nPanels, int64(k)*int64(n)*8)
+		parallelFor(pt, nPanels, func(jp, _ int) {
+			j0 := jp * nr
+			packBPanel(tB, b, ldb, 0, k, j0, min(nr, n-j0), nr, bPacked[jp*k*nr:(jp+1)*k*nr])
+		})
+	}
+
+	mBlocks := ceilDiv(m, im.mc)
+	nChunks := ceilDiv(nPanels, im.chunk)
+	items := mBlocks * nChunks
+	threads := par.workers(items, work)
+
+	// Per-worker scratch: packed A block, a padded edge panel of B, one tile.
+	kcMax := min(im.kc, k)
+	aLen := ceilDiv(min(im.mc, m), mr) * mr * kcMax
+	scratchLen := aLen + kcMax*nr + mr*nr
+	scratch := make([]*[]T, threads)
+	for w := range scratch {
+		scratch[w] = im.getBuf(scratchLen)
+	}
+	defer func() {
+		for _, s := range scratch {
+			im.putBuf(s)
+		}
+	}()
+
+	parallelFor(threads, items, func(item, w int) {
+		s := *scratch[w]
+		aBuf, bEdge, tile := s[:aLen], s[aLen:aLen+kcMax*nr], s[aLen+kcMax*nr:]
+		i0 := (item / nChunks) * im.mc
+		mb := min(im.mc, m-i0)
+		jp0 := (item % nChunks) * im.chunk
+		jp1 := min(jp0+im.chunk, nPanels)
+		for pc := 0; pc < k; pc += im.kc {
+			kb := min(im.kc, k-pc)
+			bet := beta
+			if pc > 0 {
+				bet = 1
+			}
+			packABlock(tA, a, lda, i0, mb, pc, kb, mr, aBuf)
+			for jp := jp0; jp < jp1; jp++ {
+				j0 := jp * nr
+				nb := min(nr, n-j0)
+				var bp []T
+				ldbp := nr
+				switch {
+				case packB:
+					bp = bPacked[jp*k*nr+pc*nr : (jp+1)*k*nr]
+				case nb == nr:
+					bp, ldbp = b[pc*ldb+j0:], ldb
+				default:
+					bp = bEdge[:kb*nr]
+					packBPanel(false, b, ldb, pc, kb, j0, nb, nr, bp)
+				}
+				for ip := 0; ip*mr < mb; ip++ {
+					i := i0 + ip*mr
+					mi := min(mr, m-i)
+					ap := aBuf[ip*kb*mr : (ip+1)*kb*mr]
+					if mi == mr && nb == nr {
+						im.kernel(kb, ap, bp, ldbp, c[i*ldc+j0:], ldc, alpha, bet)
+						continue
+					}
+					// Edge tile: run the same kernel on a padded copy so that
+					// every element sees exactly the arithmetic of a full tile.
+					if bet != 0 {
+						for ii := range mi {
+							copy(tile[ii*nr:ii*nr+nb], c[(i+ii)*ldc+j0:][:nb])
+						}
+					}
+					im.kernel(kb, ap, bp, ldbp, tile, nr, alpha, bet)
+					for ii := range mi {
+						copy(c[(i+ii)*ldc+j0:][:nb], tile[ii*nr:ii*nr+nb])
+					}
+				}
+			}
+		}
+	})
+}
+
+// scaleC sets C = beta·C; beta == 0 overwrites C with zeros (NaNs included).
+func scaleC[T float](m, n int, beta T, c []T, ldc int) {
+	for i := range m {
+		row := c[i*ldc : i*ldc+n]
+		switch beta {
+		case 0:
+			clear(row)
+		case 1:
+		default:
+			for j := range row {
+				row[j] *= beta
+			}
+		}
+	}
+}

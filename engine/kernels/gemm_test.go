@@ -1,0 +1,229 @@
+package kernels
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// oddSizes are sizes that are multiples of no tile dimension.
+var oddSizes = []int{1, 3, 7, 17, 33, 65, 129}
+
+// testShapes covers every transpose pair with odd sizes in each position,
+// sizes past one depth pass (kc = 256) and past one work item (mc rows,
+// chunk·nr columns), and padded strides.
+func testShapes() []shape {
+	var out []shape
+	for _, tA := range []bool{false, true} {
+		for _, tB := range []bool{false, true} {
+			for i, s := range oddSizes {
+				o := oddSizes[(i+3)%len(oddSizes)]
+				out = append(out,
+					shape{tA: tA, tB: tB, m: s, n: 17, k: 33},
+					shape{tA: tA, tB: tB, m: 33, n: s, k: 17, padA: 1, padB: 5, padC: 2},
+					shape{tA: tA, tB: tB, m: 7, n: 33, k: s, padA: 3},
+					shape{tA: tA, tB: tB, m: s, n: o, k: s, padB: 1, padC: 7},
+				)
+			}
+			out = append(out,
+				shape{tA: tA, tB: tB, m: 8, n: 300, k: 130, padA: 2, padC: 1},   // sampling-like, no B packing
+				shape{tA: tA, tB: tB, m: 140, n: 70, k: 513, padB: 3},          // three depth passes
+				shape{tA: tA, tB: tB, m: 130, n: 290, k: 20, padA: 1, padC: 3}, // several work items
+			)
+		}
+	}
+	return out
+}
+
+// alphaBetas are the scalar cases: plain product, scaled, accumulate, general,
+// and alpha == 0 (C scaled only).
+var alphaBetas = [][2]float64{{1, 0}, {-0.5, 0}, {1, 1}, {1.5, -0.25}, {0, 0.5}, {0, 0}}
+
+func TestSgemmAgainstReference(t *testing.T) {
+	t.Parallel()
+	for _, im := range sgemmImpls() {
+		t.Run(im.name, func(t *testing.T) {
+			t.Parallel()
+			testGemmAgainstReference(t, im)
+		})
+	}
+}
+
+func TestDgemmAgainstReference(t *testing.T) {
+	t.Parallel()
+	for _, im := range dgemmImpls() {
+		t.Run(im.name, func(t *testing.T) {
+			t.Parallel()
+			testGemmAgainstReference(t, im)
+		})
+	}
+}
+
+func testGemmAgainstReference[T float](t *testing.T, im *gemmImpl[T]) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for si, s := range testShapes() {
+		o := newOperands[T](rng, s)
+		ab := alphaBetas[si%len(alphaBetas)]
+		alpha, beta := T(ab[0]), T(ab[1])
+		if beta == 0 {
+			// beta == 0 must ignore C entirely, NaNs included.
+			for i := range s.m {
+				for j := range s.n {
+					o.c[i*o.ldc+j] = T(math.NaN())
+				}
+			}
+		}
+		want, scale := o.reference(alpha, beta)
+		got := slices.Clone(o.c)
+		gemm(im, Par{Threads: 2}, s.tA, s.tB, s.m, s.n, s.k, alpha, o.a, o.lda, o.b, o.ldb, beta, got, o.ldc)
+		requireClose(t, o, o.c, got, want, scale)
+	}
+}
+
+// TestGemmAlphaBetaVariants runs every scalar case on one shape per transpose
+// pair through the public entry points.
+func TestGemmAlphaBetaVariants(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, tA := range []bool{false, true} {
+		for _, tB := range []bool{false, true} {
+			for _, ab := range alphaBetas {
+				s := shape{tA: tA, tB: tB, m: 19, n: 37, k: 23, padA: 1, padB: 2, padC: 3}
+				o32 := newOperands[float32](rng, s)
+				want, scale := o32.reference(float32(ab[0]), float32(ab[1]))
+				got := slices.Clone(o32.c)
+				Par{}.Sgemm(tA, tB, s.m, s.n, s.k, float32(ab[0]), o32.a, o32.lda, o32.b, o32.ldb, float32(ab[1]), got, o32.ldc)
+				requireClose(t, o32, o32.c, got, want, scale)
+
+				o64 := newOperands[float64](rng, s)
+				want, scale = o64.reference(ab[0], ab[1])
+				got64 := slices.Clone(o64.c)
+				Par{Threads: 3}.Dgemm(tA, tB, s.m, s.n, s.k, ab[0], o64.a, o64.lda, o64.b, o64.ldb, ab[1], got64, o64.ldc)
+				requireClose(t, o64, o64.c, got64, want, scale)
+			}
+		}
+	}
+}
+
+// TestGemmDeterministicAcrossThreads checks that the thread count changes
+// no bit of the result.
+func TestGemmDeterministicAcrossThreads(t *testing.T) {
+	t.Parallel()
+	shapes := []shape{
+		{m: 200, n: 300, k: 100, padA: 1},
+		{tB: true, m: 8, n: 700, k: 260},
+		{tA: true, m: 130, n: 260, k: 600, padC: 2},
+		{tA: true, tB: true, m: 257, n: 129, k: 65, padB: 3},
+		{m: 1000, n: 40, k: 64},
+	}
+	for _, im := range sgemmImpls() {
+		for _, s := range shapes {
+			t.Run(fmt.Sprintf("%s/%+v", im.name, s), func(t *testing.T) {
+				t.Parallel()
+				checkDeterministic(t, im, s, 1.5, 0.5)
+			})
+		}
+	}
+	for _, im := range dgemmImpls() {
+		t.Run(im.name+"/f64", func(t *testing.T) {
+			t.Parallel()
+			checkDeterministic(t, im, shapes[2], -1, 0)
+		})
+	}
+}
+
+func checkDeterministic[T float](t *testing.T, im *gemmImpl[T], s shape, alpha, beta T) {
+	o := newOperands[T](rand.New(rand.NewPCG(uint64(s.m), uint64(s.n))), s)
+	var first []T
+	for _, threads := range []int{1, 2, 3, 8} {
+		got := slices.Clone(o.c)
+		gemm(im, Par{Threads: threads}, s.tA, s.tB, s.m, s.n, s.k, alpha, o.a, o.lda, o.b, o.ldb, beta, got, o.ldc)
+		if first == nil {
+			first = got
+			continue
+		}
+		for i := range got {
+			if math.Float64bits(float64(got[i])) != math.Float64bits(float64(first[i])) && !(math.IsNaN(float64(got[i])) && math.IsNaN(float64(first[i]))) {
+				require.Failf(t, "thread count changed the result", "threads=%d: element %d = %v, with 1 thread %v", threads, i, got[i], first[i])
+			}
+		}
+	}
+}
+
+// TestGemmImplementationsAgree runs the portable and the assembly kernels on
+// the same inputs; they may round differently (FMA) but stay within the
+// float32 error bound of each other.
+func TestGemmImplementationsAgree(t *testing.T) {
+	t.Parallel()
+	impls := sgemmImpls()
+	if len(impls) < 2 {
+		t.Skip("only the portable kernels exist on this machine")
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, s := range []shape{{m: 50, n: 70, k: 300}, {tA: true, tB: true, m: 9, n: 33, k: 65, padA: 2}} {
+		o := newOperands[float32](rng, s)
+		_, scale := o.reference(1, 0)
+		var results [][]float32
+		for _, im := range impls {
+			got := slices.Clone(o.c)
+			gemm(im, Par{}, s.tA, s.tB, s.m, s.n, s.k, 1, o.a, o.lda, o.b, o.ldb, 0, got, o.ldc)
+			results = append(results, got)
+		}
+		tol := 2 * float64(s.k+2) * 0x1p-24
+		for i := range s.m {
+			for j := range s.n {
+				x, y := results[0][i*o.ldc+j], results[1][i*o.ldc+j]
+				assert.LessOrEqual(t, math.Abs(float64(x-y)), tol*scale[i*s.n+j], "C[%d,%d]", i, j)
+			}
+		}
+	}
+}
+
+func TestGemmPanicsNameTheArgument(t *testing.T) {
+	t.Parallel()
+	buf := make([]float32, 100)
+	cases := []struct {
+		name string
+		call func()
+		want string
+	}{
+		{"negative m", func() { Par{}.Sgemm(false, false, -1, 2, 2, 1, buf, 2, buf, 2, 0, buf, 2) }, "m = -1"},
+		{"negative k", func() { Par{}.Sgemm(false, false, 1, 2, -2, 1, buf, 2, buf, 2, 0, buf, 2) }, "k = -2"},
+		{"lda short", func() { Par{}.Sgemm(false, false, 3, 4, 5, 1, buf, 4, buf, 4, 0, buf, 4) }, "lda = 4"},
+		{"lda short transposed", func() { Par{}.Sgemm(true, false, 3, 4, 5, 1, buf, 2, buf, 4, 0, buf, 4) }, "lda = 2"},
+		{"ldb short transposed", func() { Par{}.Sgemm(false, true, 3, 4, 5, 1, buf, 5, buf, 4, 0, buf, 4) }, "ldb = 4"},
+		{"ldc short", func() { Par{}.Sgemm(false, false, 3, 4, 5, 1, buf, 5, buf, 4, 0, buf, 3) }, "ldc = 3"},
+		{"a too short", func() { Par{}.Sgemm(false, false, 30, 4, 5, 1, buf, 5, buf, 4, 0, buf, 4) }, "len(a) = 100"},
+		{"b too short", func() { Par{}.Sgemm(false, true, 3, 40, 5, 1, buf, 5, buf, 5, 0, make([]float32, 200), 40) }, "len(b) = 100"},
+		{"c too short", func() { Par{}.Sgemm(false, false, 3, 40, 2, 1, buf, 2, buf, 40, 0, buf[:50], 40) }, "len(c) = 50"},
+		{"dgemm ldc", func() { Par{}.Dgemm(false, false, 1, 4, 1, 1, []float64{1}, 1, make([]float64, 4), 4, 0, make([]float64, 4), 2) }, "Dgemm: ldc = 2"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			defer func() {
+				r := recover()
+				require.NotNil(t, r, "no panic")
+				assert.Contains(t, r, tc.want)
+			}()
+			tc.call()
+		})
+	}
+}
+
+// TestGemmEmpty checks the degenerate sizes: nothing to do, or only beta.
+func TestGemmEmpty(t *testing.T) {
+	t.Parallel()
+	c := []float32{1, 2, 3, float32(math.NaN())}
+	Par{}.Sgemm(false, false, 0, 2, 3, 1, nil, 3, make([]float32, 6), 2, 0, nil, 2) // m == 0: A and C may be empty
+	Par{}.Sgemm(false, false, 2, 2, 0, 1, nil, 1, nil, 2, 2, c, 2)
+	assert.Equal(t, []float32{2, 4, 6}, c[:3])
+	assert.True(t, math.IsNaN(float64(c[3])))
+	Par{}.Sgemm(false, false, 2, 2, 0, 1, nil, 1, nil, 2, 0, c, 2)
+	assert.Equal(t, []float32{0, 0, 0, 0}, c)
+}
