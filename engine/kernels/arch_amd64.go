@@ -1,0 +1,94 @@
+//go:build amd64 && !purego
+
+package kernels
+
+import (
+	"sync"
+
+	"golang.org/x/sys/cpu"
+)
+
+// Assembly kernels (gemm_amd64.s, level1_amd64.s); they need AVX2 and FMA.
+// The pointers must cover the extents the Go wrappers below check.
+
+//go:noescape
+func sgemmKernel6x16(k int, a *float32, b *float32, ldb int, c *float32, ldc int, alpha float32, beta float32)
+
+//go:noescape
+func dgemmKernel6x8(k int, a *float64, b *float64, ldb int, c *float64, ldc int, alpha float64, beta float64)
+
+//go:noescape
+func sdotAVX2(x *float32, y *float32, n int) float32
+
+//go:noescape
+func ddotAVX2(x *float64, y *float64, n int) float64
+
+//go:noescape
+func saxpyAVX2(alpha float32, x *float32, y *float32, n int)
+
+//go:noescape
+func daxpyAVX2(alpha float64, x *float64, y *float64, n int)
+
+// avx2Sgemm is the microKernel for a 6×16 float32 tile.
+func avx2Sgemm(k int, a, b []float32, ldb int, c []float32, ldc int, alpha, beta float32) {
+	_ = a[6*k-1]
+	_ = b[(k-1)*ldb+15]
+	_ = c[5*ldc+15]
+	sgemmKernel6x16(k, &a[0], &b[0], ldb, &c[0], ldc, alpha, beta)
+}
+
+// avx2Dgemm is the microKernel for a 6×8 float64 tile.
+func avx2Dgemm(k int, a, b []float64, ldb int, c []float64, ldc int, alpha, beta float64) {
+	_ = a[6*k-1]
+	_ = b[(k-1)*ldb+7]
+	_ = c[5*ldc+7]
+	dgemmKernel6x8(k, &a[0], &b[0], ldb, &c[0], ldc, alpha, beta)
+}
+
+func avx2Sdot(x, y []float32) float32 {
+	if len(x) == 0 {
+		return 0
+	}
+	return sdotAVX2(&x[0], &y[:len(x)][0], len(x))
+}
+
+func avx2Ddot(x, y []float64) float64 {
+	if len(x) == 0 {
+		return 0
+	}
+	return ddotAVX2(&x[0], &y[:len(x)][0], len(x))
+}
+
+func avx2Saxpy(alpha float32, x, y []float32) {
+	if len(x) == 0 {
+		return
+	}
+	saxpyAVX2(alpha, &x[0], &y[:len(x)][0], len(x))
+}
+
+func avx2Daxpy(alpha float64, x, y []float64) {
+	if len(x) == 0 {
+		return
+	}
+	daxpyAVX2(alpha, &x[0], &y[:len(x)][0], len(x))
+}
+
+var (
+	avx2SgemmImpl = &gemmImpl[float32]{
+		name: "avx2-6x16", mr: 6, nr: 16, kernel: avx2Sgemm,
+		kc: 256, mc: 96, chunk: 16, packBMinRows: 24, pool: new(sync.Pool),
+	}
+	avx2DgemmImpl = &gemmImpl[float64]{
+		name: "avx2-6x8", mr: 6, nr: 8, kernel: avx2Dgemm,
+		kc: 256, mc: 96, chunk: 32, packBMinRows: 24, pool: new(sync.Pool),
+	}
+)
+
+func init() {
+	if !cpu.X86.HasAVX2 || !cpu.X86.HasFMA || asmDisabled() {
+		return
+	}
+	sgemmImpl, dgemmImpl = avx2SgemmImpl, avx2DgemmImpl
+	sdotImpl, ddotImpl = avx2Sdot, avx2Ddot
+	saxpyImpl, daxpyImpl = avx2Saxpy, avx2Daxpy
+}
