@@ -1,0 +1,178 @@
+package rl
+
+import (
+	"context"
+	"math"
+
+	"github.com/tandemrl/tandem/policy"
+)
+
+// Algorithm turns trajectory groups into a training batch: advantages,
+// datums and the loss. GRPO, PPO and their off-policy corrections plug in
+// here without touching the pipeline.
+//
+// The loop calls Batch from one goroutine, once per optimizer step, with
+// the groups of that step and the trainer (for algorithms that need an extra
+// forward pass, e.g. a proximal policy). step is the policy version the
+// trainer holds before the step. The loop does not call Batch again until
+// the trainer has resolved every future of the previous batch, so an
+// Algorithm may reuse the memory of the Batch it returned last (datums,
+// slices, maps); trainers must not keep datums after resolving.
+type Algorithm interface {
+	Batch(ctx context.Context, t Trainer, step policy.Version, groups []Group) (Batch, error)
+}
+
+// Batch is what one optimizer step trains on.
+type Batch struct {
+	// Datums are passed to Trainer.ForwardBackward with Loss.
+	Datums []Datum
+	Loss   Loss
+	// Actions locates the sampled tokens inside the datums: the positions
+	// whose "logprobs" input is a sampler log-prob. The loop compares those
+	// with the trainer's log-probs to report the sampler/trainer gap.
+	Actions []Span
+	// Metrics are reported with the step (e.g. "advantage:mean").
+	Metrics map[string]float64
+}
+
+// Span is the half-open range [Start, End) of loss-input positions of datum
+// Datum.
+type Span struct{ Datum, Start, End int }
+
+// GroupRelative is the default algorithm: each trajectory's advantage is
+// its return minus the mean return of its group (divided by the group's
+// standard deviation when NormalizeStd is set), and every transition becomes
+// one datum for the importance_sampling loss (or Loss, when set). Groups
+// whose returns are all equal carry no signal; SkipUniform leaves them out.
+//
+// A GroupRelative reuses its memory from one Batch call to the next (see
+// Algorithm); it is not safe for concurrent use.
+type GroupRelative struct {
+	NormalizeStd bool
+	SkipUniform  bool
+	Loss         Loss
+
+	datums  []Datum
+	scratch []datumScratch
+	actions []Span
+	metrics map[string]float64
+	adv     []float64
+}
+
+type datumScratch struct {
+	chunk   [1]Chunk
+	tokens  []int
+	targets []int64
+	lps     []float64
+	advs    []float64
+	inputs  map[string]TensorData
+}
+
+// Batch implements Algorithm.
+func (a *GroupRelative) Batch(_ context.Context, _ Trainer, _ policy.Version, groups []Group) (Batch, error) {
+	a.datums = a.datums[:0]
+	a.actions = a.actions[:0]
+	if a.metrics == nil {
+		a.metrics = make(map[string]float64, 4)
+	}
+	var sumAdv, sumAbs float64
+	var nTraj, skipped int
+	for gi := range groups {
+		g := &groups[gi]
+		a.adv = a.adv[:0]
+		var mean float64
+		for ti := range g.Trajectories {
+			r := g.Trajectories[ti].Return()
+			a.adv = append(a.adv, r)
+			mean += r
+		}
+		if len(a.adv) == 0 {
+			continue
+		}
+		mean /= float64(len(a.adv))
+		var vari float64
+		for _, r := range a.adv {
+			vari += (r - mean) * (r - mean)
+		}
+		std := math.Sqrt(vari / float64(len(a.adv)))
+		if a.SkipUniform && std == 0 {
+			skipped++
+			continue
+		}
+		for i := range a.adv {
+			a.adv[i] -= mean
+			if a.NormalizeStd {
+				a.adv[i] /= std + 1e-6
+			}
+		}
+		for ti := range g.Trajectories {
+			adv := a.adv[ti]
+			sumAdv += adv
+			sumAbs += math.Abs(adv)
+			nTraj++
+			for _, tr := range g.Trajectories[ti].Transitions {
+				a.appendDatum(tr, adv)
+			}
+		}
+	}
+	if nTraj > 0 {
+		a.metrics["advantage:mean"] = sumAdv / float64(nTraj)
+		a.metrics["advantage:abs_mean"] = sumAbs / float64(nTraj)
+	}
+	a.metrics["groups:skipped_uniform"] = float64(skipped)
+	loss := a.Loss
+	if loss.Name == "" {
+		loss.Name = ImportanceSampling
+	}
+	return Batch{Datums: a.datums, Loss: loss, Actions: a.actions, Metrics: a.metrics}, nil
+}
+
+// appendDatum adds the datum of one transition: input = observation ++
+// action minus the last token, targets shifted by one, sampler log-probs and
+// the advantage on action positions, zeros on observation positions.
+func (a *GroupRelative) appendDatum(tr Transition, adv float64) {
+	obs := tr.Observation.Len()
+	n := obs + len(tr.Action) - 1 // positions
+	if len(tr.Action) == 0 || n <= 0 {
+		return
+	}
+	i := len(a.datums)
+	if i == len(a.scratch) {
+		a.scratch = append(a.scratch, datumScratch{inputs: make(map[string]TensorData, 3)})
+	}
+	s := &a.scratch[i]
+	s.tokens = s.tokens[:0]
+	for _, c := range tr.Observation.Chunks {
+		s.tokens = append(s.tokens, c.Tokens...)
+	}
+	s.tokens = append(s.tokens, tr.Action...)
+	s.targets = s.targets[:0]
+	for _, t := range s.tokens[1:] {
+		s.targets = append(s.targets, int64(t))
+	}
+	s.tokens = s.tokens[:n]
+	s.lps = grow(s.lps, n)
+	s.advs = grow(s.advs, n)
+	first := obs - 1 // position whose target is the first action token
+	for p := range n {
+		if p < first {
+			s.lps[p], s.advs[p] = 0, 0
+			continue
+		}
+		s.lps[p] = tr.Logprobs[p-first]
+		s.advs[p] = adv
+	}
+	s.chunk[0] = Chunk{Type: ChunkEncodedText, Tokens: s.tokens}
+	s.inputs[InputTargetTokens] = TensorData{DType: Int64, Ints: s.targets}
+	s.inputs[InputLogprobs] = TensorData{DType: Float32, Floats: s.lps}
+	s.inputs[InputAdvantages] = TensorData{DType: Float32, Floats: s.advs}
+	a.datums = append(a.datums, Datum{ModelInput: ModelInput{Chunks: s.chunk[:]}, LossFnInputs: s.inputs})
+	a.actions = append(a.actions, Span{Datum: i, Start: max(first, 0), End: n})
+}
+
+func grow(s []float64, n int) []float64 {
+	if cap(s) < n {
+		return make([]float64, n)
+	}
+	return s[:n]
+}
