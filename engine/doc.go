@@ -1,0 +1,48 @@
+// Package engine is tandem's embedded language model: a small decoder-only
+// transformer written in pure Go, trained with LoRA adapters on a frozen base
+// (or with full-parameter gradients for pretraining) and sampled with a KV
+// cache, all on the CPU.
+//
+// # Model
+//
+// Token embedding → Layers × pre-norm blocks → final RMSNorm → unembedding.
+// A block is
+//
+//	h = x + O·Attn(RoPE(Q·n1(x)), RoPE(K·n1(x)), V·n1(x))
+//	y = h + Down·(SiLU(Gate·n2(h)) ⊙ Up·n2(h))
+//
+// with RMSNorm n1, n2, causal multi-head attention and rotary positions in
+// the "rotate half" layout of Llama. The unembedding is untied from the
+// embedding (a separate Vocab×Dim matrix), so a LoRA adapter on it changes
+// only the output layer. Weights are stored as [out, in] (the Hugging Face
+// layout), a linear layer computes y = x·Wᵀ.
+//
+// # Numbers
+//
+// Every numeric type is generic over [Float] (float32 or float64). Production
+// runs in float32; gradient checks run the very same code in float64.
+// Reductions whose order could vary (loss sums, gradient norms, AdamW) are
+// carried out in float64.
+//
+// # Determinism
+//
+// Forward, backward, optimizer step and sampling are deterministic: the
+// same inputs give bit-identical outputs for any thread count. Parallel work
+// is split over independent outputs (rows of a matrix product, one
+// (sequence, head) pair of attention), and every output element is summed in
+// one fixed order.
+//
+// # Parts
+//
+//   - [Config], [DefaultConfig], [Tokenizer]: the shape of the model and its
+//     character-level vocabulary.
+//   - [Model]: base weights; [NewModel], [LoadBase], [SaveBase].
+//   - [Adapter], [LoraConfig]: LoRA adapters in PEFT layout; [SaveAdapter],
+//     [LoadAdapter].
+//   - [Trainer]: forward/backward with the Tinker losses ([LossSpec]),
+//     AdamW ([AdamParams]), state save/load.
+//   - [Sampler]: KV-cached batched sampling from its own copy of the weights.
+//
+// The package does not import tandem's rl package; backend/local adapts it
+// to the rl contracts.
+package engine

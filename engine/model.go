@@ -1,0 +1,203 @@
+package engine
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+)
+
+// Model holds the base weights of a transformer. Matrices are row-major
+// [out, in]. A Model is plain data: reading it from many goroutines is safe,
+// writing it while another goroutine reads is not. The trainer and the
+// sampler each keep their own copy ([Model.Clone]).
+type Model[T Float] struct {
+	Config    Config
+	Embed     []T // Vocab×Dim
+	Blocks    []Block[T]
+	FinalNorm []T // Dim
+	Unembed   []T // Vocab×Dim (untied from Embed)
+}
+
+// Block is one transformer block's weights.
+type Block[T Float] struct {
+	AttnNorm   []T // Dim
+	Q, K, V, O []T // Dim×Dim each
+	MLPNorm    []T // Dim
+	Gate, Up   []T // Hidden×Dim each
+	Down       []T // Dim×Hidden
+}
+
+// NewModel returns a model with random weights drawn from seed: matrices
+// normal with standard deviation 0.02 (the residual output projections O and
+// Down scaled by 1/√(2·Layers)), norms 1. The same config and seed give the
+// same weights, bit for bit.
+func NewModel[T Float](cfg Config, seed uint64) (*Model[T], error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	m := newZeroModel[T](cfg)
+	rng := rand.New(rand.NewPCG(seed, 0x7a6e646d)) // "tandem"-ish stream id
+	resid := 0.02 / math.Sqrt(2*float64(cfg.Layers))
+	for _, t := range m.tensors() {
+		std := 0.02
+		switch {
+		case len(t.Shape) == 1:
+			for i := range t.Data {
+				t.Data[i] = 1
+			}
+			continue
+		case t.kind == kindO || t.kind == kindDown:
+			std = resid
+		}
+		for i := range t.Data {
+			t.Data[i] = T(rng.NormFloat64() * std)
+		}
+	}
+	return m, nil
+}
+
+func newZeroModel[T Float](cfg Config) *Model[T] {
+	d, h, v := cfg.Dim, cfg.Hidden, cfg.Vocab
+	m := &Model[T]{
+		Config:    cfg,
+		Embed:     zeros[T](v * d),
+		Blocks:    make([]Block[T], cfg.Layers),
+		FinalNorm: zeros[T](d),
+		Unembed:   zeros[T](v * d),
+	}
+	for i := range m.Blocks {
+		m.Blocks[i] = Block[T]{
+			AttnNorm: zeros[T](d),
+			Q:        zeros[T](d * d), K: zeros[T](d * d), V: zeros[T](d * d), O: zeros[T](d * d),
+			MLPNorm: zeros[T](d),
+			Gate:    zeros[T](h * d), Up: zeros[T](h * d), Down: zeros[T](d * h),
+		}
+	}
+	return m
+}
+
+// Clone returns a deep copy of m.
+func (m *Model[T]) Clone() *Model[T] {
+	c := newZeroModel[T](m.Config)
+	src, dst := m.tensors(), c.tensors()
+	for i := range src {
+		copy(dst[i].Data, src[i].Data)
+	}
+	return c
+}
+
+// NumParams returns the number of weights.
+func (m *Model[T]) NumParams() int {
+	n := 0
+	for _, t := range m.tensors() {
+		n += len(t.Data)
+	}
+	return n
+}
+
+// ConvertModel returns a copy of m with elements of type U.
+func ConvertModel[U, T Float](m *Model[T]) *Model[U] {
+	c := newZeroModel[U](m.Config)
+	src, dst := m.tensors(), c.tensors()
+	for i := range src {
+		for j, x := range src[i].Data {
+			dst[i].Data[j] = U(x)
+		}
+	}
+	return c
+}
+
+// kind names what a weight matrix is, for LoRA targeting and initialization.
+type kind int
+
+const (
+	kindOther kind = iota
+	kindQ
+	kindK
+	kindV
+	kindO
+	kindGate
+	kindUp
+	kindDown
+	kindUnembed
+)
+
+// peftModule is the Hugging Face module name of each adaptable kind.
+var peftModule = map[kind]string{
+	kindQ: "q_proj", kindK: "k_proj", kindV: "v_proj", kindO: "o_proj",
+	kindGate: "gate_proj", kindUp: "up_proj", kindDown: "down_proj", kindUnembed: "lm_head",
+}
+
+// namedTensor is a view of one weight: its Hugging Face name, shape and data.
+type namedTensor[T Float] struct {
+	Name  string
+	Shape []int
+	Data  []T
+	kind  kind
+	layer int // -1 outside blocks
+}
+
+// tensors lists m's weights in a fixed order under their Hugging Face
+// (Llama) names. The Data slices alias m.
+func (m *Model[T]) tensors() []namedTensor[T] {
+	c := m.Config
+	d, h, v := c.Dim, c.Hidden, c.Vocab
+	out := []namedTensor[T]{{Name: "model.embed_tokens.weight", Shape: []int{v, d}, Data: m.Embed, layer: -1}}
+	for i := range m.Blocks {
+		b := &m.Blocks[i]
+		p := fmt.Sprintf("model.layers.%d.", i)
+		out = append(out,
+			namedTensor[T]{Name: p + "input_layernorm.weight", Shape: []int{d}, Data: b.AttnNorm, layer: i},
+			namedTensor[T]{Name: p + "self_attn.q_proj.weight", Shape: []int{d, d}, Data: b.Q, kind: kindQ, layer: i},
+			namedTensor[T]{Name: p + "self_attn.k_proj.weight", Shape: []int{d, d}, Data: b.K, kind: kindK, layer: i},
+			namedTensor[T]{Name: p + "self_attn.v_proj.weight", Shape: []int{d, d}, Data: b.V, kind: kindV, layer: i},
+			namedTensor[T]{Name: p + "self_attn.o_proj.weight", Shape: []int{d, d}, Data: b.O, kind: kindO, layer: i},
+			namedTensor[T]{Name: p + "post_attention_layernorm.weight", Shape: []int{d}, Data: b.MLPNorm, layer: i},
+			namedTensor[T]{Name: p + "mlp.gate_proj.weight", Shape: []int{h, d}, Data: b.Gate, kind: kindGate, layer: i},
+			namedTensor[T]{Name: p + "mlp.up_proj.weight", Shape: []int{h, d}, Data: b.Up, kind: kindUp, layer: i},
+			namedTensor[T]{Name: p + "mlp.down_proj.weight", Shape: []int{d, h}, Data: b.Down, kind: kindDown, layer: i},
+		)
+	}
+	out = append(out,
+		namedTensor[T]{Name: "model.norm.weight", Shape: []int{d}, Data: m.FinalNorm, layer: -1},
+		namedTensor[T]{Name: "lm_head.weight", Shape: []int{v, d}, Data: m.Unembed, kind: kindUnembed, layer: -1},
+	)
+	return out
+}
+
+// rope holds the rotary tables: cos and sin of position·θ_i for every
+// position < Context and i < headDim/2.
+type rope[T Float] struct {
+	half     int
+	cos, sin []T // Context×half
+}
+
+func newRope[T Float](cfg Config) rope[T] {
+	half := cfg.headDim() / 2
+	r := rope[T]{half: half, cos: make([]T, cfg.Context*half), sin: make([]T, cfg.Context*half)}
+	for pos := 0; pos < cfg.Context; pos++ {
+		for i := 0; i < half; i++ {
+			theta := float64(pos) * math.Pow(cfg.ropeTheta(), -2*float64(i)/float64(2*half))
+			r.cos[pos*half+i] = T(math.Cos(theta))
+			r.sin[pos*half+i] = T(math.Sin(theta))
+		}
+	}
+	return r
+}
+
+// apply rotates one head vector x (length 2·half) at position pos; with
+// inverse it applies the transpose rotation (the backward pass).
+func (r rope[T]) apply(x []T, pos int, inverse bool) {
+	h := r.half
+	cs, sn := r.cos[pos*h:pos*h+h], r.sin[pos*h:pos*h+h]
+	x1, x2 := x[:h], x[h:2*h]
+	for i := 0; i < h; i++ {
+		c, s := cs[i], sn[i]
+		if inverse {
+			s = -s
+		}
+		a, b := x1[i], x2[i]
+		x1[i] = a*c - b*s
+		x2[i] = b*c + a*s
+	}
+}

@@ -1,0 +1,233 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+)
+
+// TrainerOptions configure a [Trainer].
+type TrainerOptions struct {
+	// Threads bounds the goroutines one call uses (0 or 1: the caller's
+	// goroutine only). Results do not depend on it.
+	Threads int
+	// Full trains every base weight (pretraining) instead of a LoRA adapter;
+	// the LoraConfig passed to NewTrainer is then ignored.
+	Full bool
+	// MaxBatchTokens bounds the tokens of one packed micro-batch (0 means
+	// 4096); larger calls are split, which bounds activation memory.
+	MaxBatchTokens int
+}
+
+// Output is the result of a forward or forward-backward pass: per example,
+// the trainer's log-probability of each target token, and summed metrics
+// ("loss:sum", "tokens:sum").
+type Output struct {
+	Logprobs [][]float64
+	Metrics  map[string]float64
+}
+
+// Trainer trains a LoRA adapter on a frozen copy of a base model, or (with
+// TrainerOptions.Full) the base model itself. Gradients accumulate over
+// ForwardBackward calls until OptimStep applies and clears them.
+//
+// A Trainer is not safe for concurrent use; the caller serializes calls (the
+// rl backend queues them in submission order).
+type Trainer[T Float] struct {
+	cfg   Config
+	base  *Model[T]
+	ad    *Adapter[T] // nil in full mode
+	gm    *Model[T]   // full mode gradients
+	gad   *Adapter[T] // LoRA gradients
+	ps    []param[T]
+	step  int
+	opts  TrainerOptions
+	rope  rope[T]
+	a     acts[T]
+	dirty bool // gradients accumulated since the last step
+}
+
+// NewTrainer returns a trainer over a private copy of base (base itself is
+// never modified). In LoRA mode it creates a fresh adapter from lora.
+func NewTrainer[T Float](base *Model[T], lora LoraConfig, opts TrainerOptions) (*Trainer[T], error) {
+	if err := base.Config.Validate(); err != nil {
+		return nil, err
+	}
+	t := &Trainer[T]{cfg: base.Config, base: base.Clone(), opts: opts, rope: newRope[T](base.Config)}
+	if opts.Full {
+		t.gm = newZeroModel[T](t.cfg)
+	} else {
+		ad, err := NewAdapter[T](t.cfg, lora)
+		if err != nil {
+			return nil, err
+		}
+		t.ad, t.gad = ad, newZeroAdapter[T](t.cfg, lora)
+	}
+	t.buildParams()
+	return t, nil
+}
+
+func (t *Trainer[T]) buildParams() {
+	t.ps = t.ps[:0]
+	if t.opts.Full {
+		w, g := t.base.tensors(), t.gm.tensors()
+		for i := range w {
+			t.ps = append(t.ps, param[T]{name: w[i].Name, shape: w[i].Shape, w: w[i].Data, g: g[i].Data,
+				m: zeros[T](len(w[i].Data)), v: zeros[T](len(w[i].Data))})
+		}
+		return
+	}
+	w, g := t.ad.tensors(), t.gad.tensors()
+	for i := range w {
+		t.ps = append(t.ps, param[T]{name: w[i].Name, shape: w[i].Shape, w: w[i].Data, g: g[i].Data,
+			m: zeros[T](len(w[i].Data)), v: zeros[T](len(w[i].Data))})
+	}
+}
+
+// Config returns the model's shape.
+func (t *Trainer[T]) Config() Config { return t.cfg }
+
+// Step returns the number of optimizer steps applied.
+func (t *Trainer[T]) Step() int { return t.step }
+
+// Full reports whether the trainer trains the base weights.
+func (t *Trainer[T]) Full() bool { return t.opts.Full }
+
+// Adapter returns a deep copy of the current adapter (nil in full mode), a
+// snapshot a sampler can serve while training goes on.
+func (t *Trainer[T]) Adapter() *Adapter[T] {
+	if t.ad == nil {
+		return nil
+	}
+	return t.ad.Clone()
+}
+
+// Model returns a deep copy of the trainer's base weights (in full mode, the
+// trained model).
+func (t *Trainer[T]) Model() *Model[T] { return t.base.Clone() }
+
+// NumTrainable returns the number of trained parameters.
+func (t *Trainer[T]) NumTrainable() int {
+	n := 0
+	for _, p := range t.ps {
+		n += len(p.w)
+	}
+	return n
+}
+
+// ForwardBackward computes the loss over data, returns per-token log-probs
+// and "loss:sum", and adds the loss's gradient to the accumulated gradients.
+// On error nothing has been accumulated (all inputs are validated first);
+// a cancelled ctx between micro-batches leaves the gradients partly
+// accumulated and is reported, so callers should discard the step.
+func (t *Trainer[T]) ForwardBackward(ctx context.Context, data []Example, loss LossSpec) (Output, error) {
+	return t.run(ctx, data, loss, true, false)
+}
+
+// Forward is ForwardBackward without gradients.
+func (t *Trainer[T]) Forward(ctx context.Context, data []Example, loss LossSpec) (Output, error) {
+	return t.run(ctx, data, loss, false, false)
+}
+
+// BaseLogprobs returns the log-probability of every target token under the
+// base model with the adapter switched off (for KL penalties). Only Input
+// and Targets of each example are read.
+func (t *Trainer[T]) BaseLogprobs(ctx context.Context, data []Example) ([][]float64, error) {
+	plain := make([]Example, len(data))
+	for i, ex := range data {
+		plain[i] = Example{Input: ex.Input, Targets: ex.Targets}
+	}
+	out, err := t.run(ctx, plain, LossSpec{Name: CrossEntropy}, false, true)
+	return out.Logprobs, err
+}
+
+func (t *Trainer[T]) run(ctx context.Context, data []Example, loss LossSpec, grad, baseOnly bool) (Output, error) {
+	fn, err := loss.compile()
+	if err != nil {
+		return Output{}, err
+	}
+	if len(data) == 0 {
+		return Output{}, fmt.Errorf("%w: no examples", ErrInput)
+	}
+	for i := range data {
+		if err := data[i].validate(t.cfg, loss.Name, i); err != nil {
+			return Output{}, err
+		}
+	}
+	nt := &net[T]{m: t.base, ad: t.ad, p: par{threads: t.opts.Threads}, rope: t.rope}
+	if baseOnly {
+		nt.ad = nil
+	}
+	if grad {
+		nt.gm, nt.gad = t.gm, t.gad
+	}
+	out := Output{Logprobs: make([][]float64, len(data)), Metrics: map[string]float64{}}
+	var lossSum float64
+	tokens := 0
+	maxTok := t.opts.MaxBatchTokens
+	if maxTok <= 0 {
+		maxTok = 4096
+	}
+	for lo := 0; lo < len(data); {
+		if err := ctx.Err(); err != nil {
+			return Output{}, fmt.Errorf("engine: forward stopped after %d of %d examples: %w", lo, len(data), err)
+		}
+		hi, n := lo, 0
+		for hi < len(data) && (hi == lo || n+len(data[hi].Input) <= maxTok) {
+			n += len(data[hi].Input)
+			hi++
+		}
+		seqs := make([][]int, hi-lo)
+		targets := make([]int, 0, n)
+		for i := lo; i < hi; i++ {
+			seqs[i-lo] = data[i].Input
+			targets = append(targets, data[i].Targets...)
+		}
+		nt.forward(&t.a, seqs)
+		coef := make([]float64, n)
+		row := 0
+		for i := lo; i < hi; i++ {
+			ex := &data[i]
+			lp := make([]float64, len(ex.Input))
+			for j := range ex.Input {
+				p := t.a.logprob(t.cfg.Vocab, row, ex.Targets[j])
+				lp[j] = p
+				l, dp := fn(ex, j, p)
+				lossSum += l
+				coef[row] = dp
+				row++
+			}
+			out.Logprobs[i] = lp
+		}
+		if grad {
+			nt.backward(&t.a, targets, coef)
+			t.dirty = true
+		}
+		tokens += n
+		lo = hi
+	}
+	out.Metrics["loss:sum"] = lossSum
+	out.Metrics["tokens:sum"] = float64(tokens)
+	return out, nil
+}
+
+// OptimStep applies one AdamW step with the accumulated gradients, clears
+// them and returns metrics ("grad_norm", the norm before clipping, and
+// "step"). A step with no accumulated gradients still advances the moments
+// and applies weight decay, as in PyTorch.
+func (t *Trainer[T]) OptimStep(p AdamParams) (map[string]float64, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	t.step++
+	norm := adamStep(t.ps, p, t.step)
+	t.dirty = false
+	return map[string]float64{"grad_norm": norm, "step": float64(t.step)}, nil
+}
+
+// ZeroGrad discards accumulated gradients.
+func (t *Trainer[T]) ZeroGrad() {
+	for _, p := range t.ps {
+		clear(p.g)
+	}
+	t.dirty = false
+}
