@@ -18,6 +18,9 @@ func sgemmKernel6x16(k int, a *float32, b *float32, ldb int, c *float32, ldc int
 func dgemmKernel6x8(k int, a *float64, b *float64, ldb int, c *float64, ldc int, alpha float64, beta float64)
 
 //go:noescape
+func sdotKernel3x4(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, alpha float32, beta float32)
+
+//go:noescape
 func sdotAVX2(x *float32, y *float32, n int) float32
 
 //go:noescape
@@ -43,6 +46,14 @@ func avx2Dgemm(k int, a, b []float64, ldb int, c []float64, ldc int, alpha, beta
 	_ = b[(k-1)*ldb+7]
 	_ = c[5*ldc+7]
 	dgemmKernel6x8(k, &a[0], &b[0], ldb, &c[0], ldc, alpha, beta)
+}
+
+// avx2SdotTile is the dotKernel for 3 rows of A against 4 rows of B.
+func avx2SdotTile(k int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int, alpha, beta float32) {
+	_ = a[2*lda+k-1]
+	_ = b[3*ldb+k-1]
+	_ = c[2*ldc+3]
+	sdotKernel3x4(k, &a[0], lda, &b[0], ldb, &c[0], ldc, alpha, beta)
 }
 
 func avx2Sdot(x, y []float32) float32 {
@@ -77,6 +88,7 @@ var (
 	avx2SgemmImpl = &gemmImpl[float32]{
 		name: "avx2-6x16", mr: 6, nr: 16, kernel: avx2Sgemm,
 		kc: 256, mc: 96, chunk: 16, packBMinRows: 24, pool: new(sync.Pool),
+		dot: &dotImpl[float32]{mr: 3, nr: 4, kernel: avx2SdotTile, maxRows: 24, chunk: 16},
 	}
 	avx2DgemmImpl = &gemmImpl[float64]{
 		name: "avx2-6x8", mr: 6, nr: 8, kernel: avx2Dgemm,

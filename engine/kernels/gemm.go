@@ -30,6 +30,8 @@ type gemmImpl[T float] struct {
 	// than it saves).
 	packBMinRows int
 	pool         *sync.Pool // of *[]T scratch buffers
+	// dot, when set, handles op(A) = A, op(B) = Bᵀ with m <= dot.maxRows.
+	dot *dotImpl[T]
 }
 
 func ceilDiv(a, b int) int { return (a + b - 1) / b }
@@ -59,6 +61,10 @@ func gemm[T float](im *gemmImpl[T], par Par, tA, tB bool, m, n, k int, alpha T, 
 	}
 	if k == 0 || alpha == 0 {
 		scaleC(m, n, beta, c, ldc)
+		return
+	}
+	if d := im.dot; d != nil && !tA && tB && m <= d.maxRows {
+		dotGemm(im, par, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 		return
 	}
 	mr, nr := im.mr, im.nr

@@ -1,0 +1,161 @@
+//go:build amd64 && !purego
+
+#include "textflag.h"
+
+// Masks for the last, partial group of eight: loading 32 bytes at offset
+// 4·(8-r) gives r lanes of ones followed by zeros.
+DATA sdotMask<>+0(SB)/4, $0xffffffff
+DATA sdotMask<>+4(SB)/4, $0xffffffff
+DATA sdotMask<>+8(SB)/4, $0xffffffff
+DATA sdotMask<>+12(SB)/4, $0xffffffff
+DATA sdotMask<>+16(SB)/4, $0xffffffff
+DATA sdotMask<>+20(SB)/4, $0xffffffff
+DATA sdotMask<>+24(SB)/4, $0xffffffff
+DATA sdotMask<>+28(SB)/4, $0xffffffff
+DATA sdotMask<>+32(SB)/4, $0
+DATA sdotMask<>+36(SB)/4, $0
+DATA sdotMask<>+40(SB)/4, $0
+DATA sdotMask<>+44(SB)/4, $0
+DATA sdotMask<>+48(SB)/4, $0
+DATA sdotMask<>+52(SB)/4, $0
+DATA sdotMask<>+56(SB)/4, $0
+DATA sdotMask<>+60(SB)/4, $0
+GLOBL sdotMask<>(SB), RODATA|NOPTR, $64
+
+// Row r of A is at SI+r·lda (SI, R10, R11); row j of B at DI+j·ldb (DI, R12,
+// R13, BX); AX is the byte offset along k. Accumulator for (r, j) is
+// Y(4+4r+j): its lane l sums the products at positions ≡ l (mod 8), in order.
+#define DOTSTEP(A0, A1, A2) \
+	VMOVUPS     (DI)(AX*1), Y3; \
+	VFMADD231PS Y3, A0, Y4;     \
+	VFMADD231PS Y3, A1, Y8;     \
+	VFMADD231PS Y3, A2, Y12;    \
+	VMOVUPS     (R12)(AX*1), Y3; \
+	VFMADD231PS Y3, A0, Y5;     \
+	VFMADD231PS Y3, A1, Y9;     \
+	VFMADD231PS Y3, A2, Y13;    \
+	VMOVUPS     (R13)(AX*1), Y3; \
+	VFMADD231PS Y3, A0, Y6;     \
+	VFMADD231PS Y3, A1, Y10;    \
+	VFMADD231PS Y3, A2, Y14;    \
+	VMOVUPS     (BX)(AX*1), Y3; \
+	VFMADD231PS Y3, A0, Y7;     \
+	VFMADD231PS Y3, A1, Y11;    \
+	VFMADD231PS Y3, A2, Y15
+
+// Reduce the four accumulators of one row to X0 = (Σ acc0, Σ acc1, Σ acc2,
+// Σ acc3): pairwise within each 128-bit half, then the two halves.
+#define DOTREDUCE(R0, R1, R2, R3) \
+	VHADDPS      R1, R0, Y0; \
+	VHADDPS      R3, R2, Y1; \
+	VHADDPS      Y1, Y0, Y0; \
+	VEXTRACTF128 $1, Y0, X1; \
+	VADDPS       X1, X0, X0
+
+// func sdotKernel3x4(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, alpha float32, beta float32)
+TEXT ·sdotKernel3x4(SB), NOSPLIT, $0-64
+	MOVQ   k+0(FP), CX
+	MOVQ   a+8(FP), SI
+	MOVQ   lda+16(FP), R8
+	SHLQ   $2, R8
+	LEAQ   (SI)(R8*1), R10
+	LEAQ   (R10)(R8*1), R11
+	MOVQ   b+24(FP), DI
+	MOVQ   ldb+32(FP), R9
+	SHLQ   $2, R9
+	LEAQ   (DI)(R9*1), R12
+	LEAQ   (R12)(R9*1), R13
+	LEAQ   (R13)(R9*1), BX
+	XORQ   AX, AX
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	VXORPS Y10, Y10, Y10
+	VXORPS Y11, Y11, Y11
+	VXORPS Y12, Y12, Y12
+	VXORPS Y13, Y13, Y13
+	VXORPS Y14, Y14, Y14
+	VXORPS Y15, Y15, Y15
+
+dot8:
+	CMPQ    CX, $8
+	JL      dottail
+	VMOVUPS (SI)(AX*1), Y0
+	VMOVUPS (R10)(AX*1), Y1
+	VMOVUPS (R11)(AX*1), Y2
+	DOTSTEP(Y0, Y1, Y2)
+	ADDQ    $32, AX
+	SUBQ    $8, CX
+	JMP     dot8
+
+dottail:
+	TESTQ      CX, CX
+	JZ         dotreduce
+	// r = CX lanes remain: masked loads read only them and zero the rest.
+	LEAQ       sdotMask<>(SB), DX
+	NEGQ       CX
+	LEAQ       32(DX)(CX*4), DX
+	VMOVUPS    (DX), Y3
+	VMASKMOVPS (SI)(AX*1), Y3, Y0
+	VMASKMOVPS (R10)(AX*1), Y3, Y1
+	VMASKMOVPS (R11)(AX*1), Y3, Y2
+	// B rows: the mask register is reloaded before each load into it.
+	VMASKMOVPS  (DI)(AX*1), Y3, Y3
+	VFMADD231PS Y3, Y0, Y4
+	VFMADD231PS Y3, Y1, Y8
+	VFMADD231PS Y3, Y2, Y12
+	VMOVUPS     (DX), Y3
+	VMASKMOVPS  (R12)(AX*1), Y3, Y3
+	VFMADD231PS Y3, Y0, Y5
+	VFMADD231PS Y3, Y1, Y9
+	VFMADD231PS Y3, Y2, Y13
+	VMOVUPS     (DX), Y3
+	VMASKMOVPS  (R13)(AX*1), Y3, Y3
+	VFMADD231PS Y3, Y0, Y6
+	VFMADD231PS Y3, Y1, Y10
+	VFMADD231PS Y3, Y2, Y14
+	VMOVUPS     (DX), Y3
+	VMASKMOVPS  (BX)(AX*1), Y3, Y3
+	VFMADD231PS Y3, Y0, Y7
+	VFMADD231PS Y3, Y1, Y11
+	VFMADD231PS Y3, Y2, Y15
+
+dotreduce:
+	MOVQ         c+40(FP), DX
+	MOVQ         ldc+48(FP), R9
+	SHLQ         $2, R9
+	VBROADCASTSS alpha+56(FP), X2
+	VBROADCASTSS beta+60(FP), X3
+	MOVL         beta+60(FP), CX
+	ANDL         $0x7fffffff, CX
+
+	DOTREDUCE(Y4, Y5, Y6, Y7)
+	VMULPS      X2, X0, X0
+	TESTL       CX, CX
+	JZ          dotstore0
+	VFMADD231PS (DX), X3, X0
+dotstore0:
+	VMOVUPS     X0, (DX)
+	ADDQ        R9, DX
+
+	DOTREDUCE(Y8, Y9, Y10, Y11)
+	VMULPS      X2, X0, X0
+	TESTL       CX, CX
+	JZ          dotstore1
+	VFMADD231PS (DX), X3, X0
+dotstore1:
+	VMOVUPS     X0, (DX)
+	ADDQ        R9, DX
+
+	DOTREDUCE(Y12, Y13, Y14, Y15)
+	VMULPS      X2, X0, X0
+	TESTL       CX, CX
+	JZ          dotstore2
+	VFMADD231PS (DX), X3, X0
+dotstore2:
+	VMOVUPS     X0, (DX)
+	VZEROUPPER
+	RET
