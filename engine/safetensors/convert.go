@@ -1,0 +1,176 @@
+package safetensors
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+)
+
+// Floats64 decodes a floating tensor (F16, BF16, F32, F64) to float64.
+func (t Tensor) Floats64() ([]float64, error) {
+	n := t.Elems()
+	if n*t.DType.Size() != len(t.Data) {
+		return nil, fmt.Errorf("safetensors: %s tensor of shape %v has %d bytes", t.DType, t.Shape, len(t.Data))
+	}
+	out := make([]float64, n)
+	d := t.Data
+	switch t.DType {
+	case F16:
+		for i := range out {
+			out[i] = float64(F16ToF32(binary.LittleEndian.Uint16(d[2*i:])))
+		}
+	case BF16:
+		for i := range out {
+			out[i] = float64(math.Float32frombits(uint32(binary.LittleEndian.Uint16(d[2*i:])) << 16))
+		}
+	case F32:
+		for i := range out {
+			out[i] = float64(math.Float32frombits(binary.LittleEndian.Uint32(d[4*i:])))
+		}
+	case F64:
+		for i := range out {
+			out[i] = math.Float64frombits(binary.LittleEndian.Uint64(d[8*i:]))
+		}
+	default:
+		return nil, fmt.Errorf("safetensors: dtype %s is not a floating type; want F16, BF16, F32 or F64", t.DType)
+	}
+	return out, nil
+}
+
+// Ints64 decodes an I64 or I32 tensor.
+func (t Tensor) Ints64() ([]int64, error) {
+	n := t.Elems()
+	if n*t.DType.Size() != len(t.Data) {
+		return nil, fmt.Errorf("safetensors: %s tensor of shape %v has %d bytes", t.DType, t.Shape, len(t.Data))
+	}
+	out := make([]int64, n)
+	switch t.DType {
+	case I64:
+		for i := range out {
+			out[i] = int64(binary.LittleEndian.Uint64(t.Data[8*i:]))
+		}
+	case I32:
+		for i := range out {
+			out[i] = int64(int32(binary.LittleEndian.Uint32(t.Data[4*i:])))
+		}
+	default:
+		return nil, fmt.Errorf("safetensors: dtype %s is not an integer type; want I64 or I32", t.DType)
+	}
+	return out, nil
+}
+
+// FromFloats encodes x as a tensor of dtype (F16, BF16, F32 or F64) with
+// shape. Narrowing conversions round to nearest even.
+func FromFloats(dtype DType, shape []int, x []float64) (Tensor, error) {
+	t := Tensor{DType: dtype, Shape: append([]int(nil), shape...)}
+	if t.Elems() != len(x) {
+		return Tensor{}, fmt.Errorf("safetensors: shape %v holds %d elements, %d given", shape, t.Elems(), len(x))
+	}
+	switch dtype {
+	case F16:
+		t.Data = make([]byte, 2*len(x))
+		for i, v := range x {
+			binary.LittleEndian.PutUint16(t.Data[2*i:], F32ToF16(float32(v)))
+		}
+	case BF16:
+		t.Data = make([]byte, 2*len(x))
+		for i, v := range x {
+			binary.LittleEndian.PutUint16(t.Data[2*i:], F32ToBF16(float32(v)))
+		}
+	case F32:
+		t.Data = make([]byte, 4*len(x))
+		for i, v := range x {
+			binary.LittleEndian.PutUint32(t.Data[4*i:], math.Float32bits(float32(v)))
+		}
+	case F64:
+		t.Data = make([]byte, 8*len(x))
+		for i, v := range x {
+			binary.LittleEndian.PutUint64(t.Data[8*i:], math.Float64bits(v))
+		}
+	default:
+		return Tensor{}, fmt.Errorf("safetensors: cannot encode floats as %s; want F16, BF16, F32 or F64", dtype)
+	}
+	return t, nil
+}
+
+// FromInts encodes x as an I64 tensor.
+func FromInts(shape []int, x []int64) (Tensor, error) {
+	t := Tensor{DType: I64, Shape: append([]int(nil), shape...)}
+	if t.Elems() != len(x) {
+		return Tensor{}, fmt.Errorf("safetensors: shape %v holds %d elements, %d given", shape, t.Elems(), len(x))
+	}
+	t.Data = make([]byte, 8*len(x))
+	for i, v := range x {
+		binary.LittleEndian.PutUint64(t.Data[8*i:], uint64(v))
+	}
+	return t, nil
+}
+
+// F32ToBF16 rounds f to bfloat16 (nearest even; NaN stays NaN).
+func F32ToBF16(f float32) uint16 {
+	b := math.Float32bits(f)
+	if f != f {
+		return uint16(b>>16) | 0x40 // quiet NaN
+	}
+	b += 0x7fff + (b>>16)&1
+	return uint16(b >> 16)
+}
+
+// F16ToF32 widens an IEEE half-precision value.
+func F16ToF32(h uint16) float32 {
+	sign := uint32(h>>15) << 31
+	exp := uint32(h>>10) & 0x1f
+	man := uint32(h) & 0x3ff
+	switch {
+	case exp == 0 && man == 0:
+		return math.Float32frombits(sign)
+	case exp == 0: // subnormal: man·2⁻²⁴
+		f := float32(man) * (1.0 / (1 << 24))
+		if sign != 0 {
+			f = -f
+		}
+		return f
+	case exp == 0x1f:
+		return math.Float32frombits(sign | 0x7f800000 | man<<13)
+	}
+	return math.Float32frombits(sign | (exp+112)<<23 | man<<13)
+}
+
+// F32ToF16 rounds f to IEEE half precision (nearest even, overflow to ±Inf).
+func F32ToF16(f float32) uint16 {
+	b := math.Float32bits(f)
+	sign := uint16(b>>16) & 0x8000
+	exp := int(b>>23) & 0xff
+	man := b & 0x7fffff
+	switch {
+	case exp == 0xff: // Inf or NaN
+		if man != 0 {
+			return sign | 0x7e00
+		}
+		return sign | 0x7c00
+	}
+	e := exp - 127 + 15
+	if e >= 0x1f {
+		return sign | 0x7c00
+	}
+	if e <= 0 { // subnormal half or zero
+		if e < -10 {
+			return sign
+		}
+		man |= 0x800000
+		shift := uint32(14 - e)
+		half := man >> shift
+		rem := man & (1<<shift - 1)
+		mid := uint32(1) << (shift - 1)
+		if rem > mid || (rem == mid && half&1 == 1) {
+			half++
+		}
+		return sign | uint16(half)
+	}
+	half := uint32(e)<<10 | man>>13
+	rem := man & 0x1fff
+	if rem > 0x1000 || (rem == 0x1000 && half&1 == 1) {
+		half++ // may carry into the exponent, up to Inf: correct
+	}
+	return sign | uint16(half)
+}
