@@ -1,0 +1,218 @@
+package staleness
+
+import (
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tandemrl/tandem/policy"
+)
+
+func TestConfigValidate(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		cfg  Config
+		want string // "" = valid
+	}{
+		{"ok", Config{GroupsPerBatch: 4}, ""},
+		{"negative staleness", Config{GroupsPerBatch: 4, MaxStaleness: -1}, "MaxStaleness is -1"},
+		{"no batch", Config{}, "GroupsPerBatch is 0"},
+		{"limit below batch", Config{GroupsPerBatch: 4, Limit: 3}, "Limit is 3"},
+		{"versions per step", Config{GroupsPerBatch: 4, VersionsPerStep: -2}, "VersionsPerStep is -2"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := NewCore(tt.cfg)
+			if tt.want == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.ErrorIs(t, err, ErrConfig)
+			assert.Contains(t, err.Error(), tt.want)
+		})
+	}
+}
+
+func admitAll(c *Core) []policy.Version {
+	var vs []policy.Version
+	for {
+		v, ok := c.Admit()
+		if !ok {
+			return vs
+		}
+		vs = append(vs, v)
+	}
+}
+
+// TestPaceTranscript walks the gate through a k = 1, two-groups-per-batch
+// run step by step; every number follows from the window formula
+// (k + s + 1) × B and the deadline rule.
+func TestPaceTranscript(t *testing.T) {
+	t.Parallel()
+	const k, b = 1, 2
+	c, err := NewCore(Config{MaxStaleness: k, GroupsPerBatch: b, Pace: true})
+	require.NoError(t, err)
+	assert.Empty(t, admitAll(c), "nothing before the sampler serves a version")
+
+	c.Serve(0)
+	got := admitAll(c)
+	require.Len(t, got, (k+0+1)*b, "window at s=0")
+	assert.Equal(t, int64(k), c.Deadline(0))
+
+	// Two of four finish; step 0 may take them: the other two (deadline 1)
+	// still fit in step 1.
+	c.Finish(0, true)
+	assert.False(t, c.CanTake(), "one ready group is not a batch")
+	c.Finish(0, true)
+	require.True(t, c.CanTake())
+	c.Take()
+	assert.Empty(t, admitAll(c), "window still (k+0+1)·B while the sampler serves 0")
+
+	c.Serve(1)
+	got = admitAll(c)
+	assert.Equal(t, []policy.Version{1, 1}, got, "window grows by B per served version")
+
+	// Step 1: the two version-0 rollouts are due now. Even when both new
+	// version-1 rollouts are ready first, the learner must wait.
+	c.Finish(1, true)
+	c.Finish(1, true)
+	assert.False(t, c.CanTake(), "a batch of version-1 groups would leave the due version-0 rollouts behind")
+	c.Finish(0, true)
+	assert.False(t, c.CanTake())
+	c.Finish(0, false) // one fails: its place is free, nothing is due any more
+	assert.True(t, c.CanTake(), "the ready version-0 group goes first, then a version-1 group")
+	c.Take()
+	st := c.Stats()
+	assert.Equal(t, int64(6), st.Admitted)
+	assert.Equal(t, int64(1), st.Failed)
+	assert.Equal(t, int64(4), st.Trained)
+	assert.Equal(t, int64(1), c.Untrained())
+}
+
+func TestLagRuleWithoutPace(t *testing.T) {
+	t.Parallel()
+	c, err := NewCore(Config{MaxStaleness: 0, GroupsPerBatch: 1})
+	require.NoError(t, err)
+	c.Serve(0)
+	_, ok := c.Admit()
+	require.True(t, ok)
+	_, ok = c.Admit()
+	require.True(t, ok, "no pacing: admission is bounded by workers and the buffer, not by a window")
+	c.Finish(0, true)
+	require.True(t, c.CanTake())
+	c.Take()
+	_, ok = c.Admit()
+	assert.False(t, ok, "k=0: after a batch is taken nothing starts until the sampler serves the new version")
+	c.Serve(1)
+	_, ok = c.Admit()
+	assert.True(t, ok)
+}
+
+func TestFinishUnknownPanics(t *testing.T) {
+	t.Parallel()
+	c, err := NewCore(Config{GroupsPerBatch: 1})
+	require.NoError(t, err)
+	assert.Panics(t, func() { c.Finish(3, true) })
+}
+
+type simGroup struct {
+	id       int
+	admitted policy.Version
+	version  policy.Version
+}
+
+// TestPaceProperty drives the core with random interleavings of
+// admissions, completions (in any order, some failing), weight-sync lag and
+// learner steps that take the B oldest-admitted groups once nothing due is
+// running. Over many seeds: no trained group is older than k versions
+// (staleness measured at the batch's first sub-step), with k = 0 every
+// group is fresh, and no group is ever left over-stale.
+func TestPaceProperty(t *testing.T) {
+	t.Parallel()
+	for seed := range uint64(300) {
+		rng := rand.New(rand.NewPCG(seed, 7))
+		k := rng.IntN(4)
+		b := 1 + rng.IntN(4)
+		s := 1 + rng.IntN(2)
+		start := policy.Version(rng.IntN(3))
+		cfg := Config{MaxStaleness: k, GroupsPerBatch: b, Pace: true, VersionsPerStep: s, Start: start}
+		if rng.IntN(2) == 0 {
+			cfg.Limit = b + rng.IntN(b*(k+1))
+		}
+		c, err := NewCore(cfg)
+		require.NoError(t, err)
+		learner := start
+		published := start
+		c.Serve(start)
+		var running, ready []simGroup
+		id, steps := 0, 0
+		for iter := 0; iter < 4000 && steps < 40; iter++ {
+			switch rng.IntN(5) {
+			case 0: // admit a few
+				for range rng.IntN(4) {
+					v, ok := c.Admit()
+					if !ok {
+						break
+					}
+					served, _ := c.Served()
+					require.Equal(t, served, v)
+					running = append(running, simGroup{id: id, admitted: v})
+					id++
+				}
+			case 1: // a random rollout ends; the sampler may have moved on
+				if len(running) == 0 {
+					continue
+				}
+				i := rng.IntN(len(running))
+				g := running[i]
+				running = slices.Delete(running, i, i+1)
+				served, _ := c.Served()
+				g.version = g.admitted + policy.Version(rng.IntN(int(served-g.admitted)+1))
+				ok := rng.IntN(10) > 0
+				c.Finish(g.admitted, ok)
+				if ok {
+					ready = append(ready, g)
+				}
+			case 2: // weight sync catches up (possibly partially)
+				served, _ := c.Served()
+				if published > served {
+					c.Serve(served + policy.Version(1+rng.IntN(int(published-served))))
+				}
+			default: // learner step
+				if !c.CanTake() {
+					continue
+				}
+				slices.SortStableFunc(ready, func(x, y simGroup) int {
+					if x.admitted != y.admitted {
+						return int(x.admitted - y.admitted)
+					}
+					return int(x.version - y.version)
+				})
+				for _, g := range ready[:b] {
+					st := policy.Staleness(learner, g.version)
+					require.LessOrEqual(t, st, int64(k), "seed %d: group %d v%d trained at %d (k=%d)", seed, g.id, g.version, learner, k)
+					if k == 0 {
+						require.Zero(t, st)
+					}
+				}
+				ready = slices.Delete(ready, 0, b)
+				c.Take()
+				learner += policy.Version(s)
+				published = learner
+				steps++
+				// Nothing left behind has passed its deadline.
+				for _, g := range append(slices.Clone(ready), running...) {
+					require.GreaterOrEqual(t, c.Deadline(g.admitted), int64(steps),
+						"seed %d: group %d admitted at %d left behind at step %d", seed, g.id, g.admitted, steps)
+				}
+				require.LessOrEqual(t, c.Untrained(), int64(c.Config().Limit))
+			}
+		}
+		require.Greater(t, steps, 3, "seed %d: the pipeline made progress", seed)
+	}
+}

@@ -1,0 +1,40 @@
+package waitq
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestFIFO(t *testing.T) {
+	t.Parallel()
+	var q Queue[int]
+	assert.False(t, q.Grant(1))
+	ws := []*Waiter[int]{q.Push(), q.Push(), q.Push()}
+	require.Equal(t, 3, q.Len())
+	require.True(t, q.Remove(ws[1]))
+	require.True(t, q.Grant(10))
+	require.True(t, q.Grant(20))
+	assert.False(t, q.Grant(30))
+	for i, w := range []*Waiter[int]{ws[0], ws[2]} {
+		select {
+		case <-w.C:
+		default:
+			t.Fatalf("waiter %d not woken", i)
+		}
+	}
+	assert.Equal(t, 10, ws[0].Val)
+	assert.Equal(t, 20, ws[2].Val)
+	assert.False(t, q.Remove(ws[0]), "a granted waiter cannot be removed")
+	select {
+	case <-ws[1].C:
+		t.Fatal("removed waiter was woken")
+	default:
+	}
+	// Reuse after draining.
+	w := q.Push()
+	require.True(t, q.Grant(7))
+	assert.Equal(t, 7, w.Val)
+	assert.Equal(t, 0, q.Len())
+}
