@@ -1,0 +1,123 @@
+package checkpoint
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/tandemrl/tandem/checkpoint/archive"
+)
+
+// HandlerOptions tunes NewHandler. The zero value uses the wall clock.
+type HandlerOptions struct {
+	// Now returns the current time for expiry checks; default time.Now.
+	Now func() time.Time
+}
+
+// Handler serves checkpoint archives at /<run>/<kind>/<name>.tar[.gz]
+// ?expires=<unix>&sig=<hex>, for URLs that Store.Source signed with the same
+// key. Mount it under a prefix with http.StripPrefix; the path it sees is
+// the path that was signed. It answers GET and HEAD only: 400 for a bad
+// path or query, 403 for a bad or expired signature (checked before the
+// store is touched), 404 for a missing checkpoint, 405 for other methods.
+// The archive holds manifest.json then the files in manifest order; if a
+// file fails mid-stream the response is aborted, never ended cleanly. It is
+// safe for concurrent use.
+type Handler struct {
+	store  *Store
+	signer Signer
+	now    func() time.Time
+}
+
+// NewHandler returns a handler serving store's checkpoints for URLs signed
+// by signer.
+func NewHandler(store *Store, signer Signer, opts HandlerOptions) (*Handler, error) {
+	if err := signer.Validate(); err != nil {
+		return nil, fmt.Errorf("checkpoint: handler: %w", err)
+	}
+	now := opts.Now
+	if now == nil {
+		now = time.Now
+	}
+	return &Handler{store: store, signer: signer, now: now}, nil
+}
+
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		http.Error(w, "checkpoint archives answer GET and HEAD only", http.StatusMethodNotAllowed)
+		return
+	}
+	run, kind, name, gz, err := parseArchivePath(r.URL.Path)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	q := r.URL.Query()
+	expires, err := strconv.ParseInt(q.Get("expires"), 10, 64)
+	if err != nil || q.Get("sig") == "" {
+		http.Error(w, "checkpoint: query needs expires=<unix seconds> and sig=<hex signature>", http.StatusBadRequest)
+		return
+	}
+	if err := h.signer.Verify(r.URL.Path, expires, q.Get("sig"), h.now()); err != nil {
+		http.Error(w, err.Error(), http.StatusForbidden)
+		return
+	}
+	ck, err := h.store.Get(run, kind, name)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		http.Error(w, err.Error(), http.StatusNotFound)
+		return
+	case err != nil:
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	names := make([]string, 0, len(ck.Files)+1)
+	names = append(names, ManifestName)
+	for _, f := range ck.Files {
+		names = append(names, f.Name)
+	}
+	hdr := w.Header()
+	hdr.Set("Cache-Control", "no-store")
+	hdr.Set("Content-Disposition", fmt.Sprintf("attachment; filename=%q", name+map[bool]string{false: tarSuffix, true: tgzSuffix}[gz]))
+	if gz {
+		hdr.Set("Content-Type", contentGzip)
+	} else {
+		hdr.Set("Content-Type", contentTar)
+		if n, ok := tarSize(ck); ok {
+			hdr.Set("Content-Length", strconv.FormatInt(n, 10))
+		}
+	}
+	if r.Method == http.MethodHead {
+		w.WriteHeader(http.StatusOK)
+		return
+	}
+	if err := archive.Write(r.Context(), w, ck.Dir, names, archive.WriteOptions{Gzip: gz}); err != nil {
+		if !errors.Is(err, context.Canceled) {
+			// The status line is gone; abort so the client sees a broken
+			// transfer instead of a short archive that ends cleanly.
+			panic(http.ErrAbortHandler)
+		}
+	}
+}
+
+// tarSize returns the exact length of the uncompressed archive Write makes
+// for ck when every name fits a plain USTAR header (≤ 100 bytes).
+func tarSize(ck Checkpoint) (int64, bool) {
+	mi, err := statSize(ck.Path(ManifestName))
+	if err != nil {
+		return 0, false
+	}
+	block := func(n int64) int64 { return 512 + (n+511)/512*512 }
+	total := block(mi) + 1024 // manifest entry and the two-block trailer
+	for _, f := range ck.Files {
+		if len(f.Name) > 100 {
+			return 0, false
+		}
+		total += block(f.Size)
+	}
+	return total, true
+}
