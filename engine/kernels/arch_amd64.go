@@ -3,6 +3,7 @@
 package kernels
 
 import (
+	"os"
 	"sync"
 
 	"golang.org/x/sys/cpu"
@@ -12,10 +13,16 @@ import (
 // The pointers must cover the extents the Go wrappers below check.
 
 //go:noescape
-func sgemmKernel6x16(k int, a *float32, b *float32, ldb int, c *float32, ldc int, alpha float32, beta float32)
+func sgemmKernel6x16(k int, a *float32, rsa, csa int, b *float32, ldb int, c *float32, ldc int, alpha float32, beta float32)
 
 //go:noescape
-func dgemmKernel6x8(k int, a *float64, b *float64, ldb int, c *float64, ldc int, alpha float64, beta float64)
+func dgemmKernel6x8(k int, a *float64, rsa, csa int, b *float64, ldb int, c *float64, ldc int, alpha float64, beta float64)
+
+//go:noescape
+func sgemmKernel12x32(k int, a *float32, rsa, csa int, b *float32, ldb int, c *float32, ldc int, alpha float32, beta float32)
+
+//go:noescape
+func dgemmKernel12x16(k int, a *float64, rsa, csa int, b *float64, ldb int, c *float64, ldc int, alpha float64, beta float64)
 
 //go:noescape
 func sdotKernel3x4(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, alpha float32, beta float32)
@@ -33,19 +40,35 @@ func saxpyAVX2(alpha float32, x *float32, y *float32, n int)
 func daxpyAVX2(alpha float64, x *float64, y *float64, n int)
 
 // avx2Sgemm is the microKernel for a 6×16 float32 tile.
-func avx2Sgemm(k int, a, b []float32, ldb int, c []float32, ldc int, alpha, beta float32) {
-	_ = a[6*k-1]
+func avx2Sgemm(k int, a []float32, rsa, csa int, b []float32, ldb int, c []float32, ldc int, alpha, beta float32) {
+	_ = a[5*rsa+(k-1)*csa]
 	_ = b[(k-1)*ldb+15]
 	_ = c[5*ldc+15]
-	sgemmKernel6x16(k, &a[0], &b[0], ldb, &c[0], ldc, alpha, beta)
+	sgemmKernel6x16(k, &a[0], rsa, csa, &b[0], ldb, &c[0], ldc, alpha, beta)
 }
 
 // avx2Dgemm is the microKernel for a 6×8 float64 tile.
-func avx2Dgemm(k int, a, b []float64, ldb int, c []float64, ldc int, alpha, beta float64) {
-	_ = a[6*k-1]
+func avx2Dgemm(k int, a []float64, rsa, csa int, b []float64, ldb int, c []float64, ldc int, alpha, beta float64) {
+	_ = a[5*rsa+(k-1)*csa]
 	_ = b[(k-1)*ldb+7]
 	_ = c[5*ldc+7]
-	dgemmKernel6x8(k, &a[0], &b[0], ldb, &c[0], ldc, alpha, beta)
+	dgemmKernel6x8(k, &a[0], rsa, csa, &b[0], ldb, &c[0], ldc, alpha, beta)
+}
+
+// avx512Sgemm is the microKernel for a 12×32 float32 tile.
+func avx512Sgemm(k int, a []float32, rsa, csa int, b []float32, ldb int, c []float32, ldc int, alpha, beta float32) {
+	_ = a[11*rsa+(k-1)*csa]
+	_ = b[(k-1)*ldb+31]
+	_ = c[11*ldc+31]
+	sgemmKernel12x32(k, &a[0], rsa, csa, &b[0], ldb, &c[0], ldc, alpha, beta)
+}
+
+// avx512Dgemm is the microKernel for a 12×16 float64 tile.
+func avx512Dgemm(k int, a []float64, rsa, csa int, b []float64, ldb int, c []float64, ldc int, alpha, beta float64) {
+	_ = a[11*rsa+(k-1)*csa]
+	_ = b[(k-1)*ldb+15]
+	_ = c[11*ldc+15]
+	dgemmKernel12x16(k, &a[0], rsa, csa, &b[0], ldb, &c[0], ldc, alpha, beta)
 }
 
 // avx2SdotTile is the dotKernel for 3 rows of A against 4 rows of B.
@@ -84,23 +107,65 @@ func avx2Daxpy(alpha float64, x, y []float64) {
 	daxpyAVX2(alpha, &x[0], &y[:len(x)][0], len(x))
 }
 
+// The assembly implementations; init installs those the CPU runs.
 var (
 	avx2SgemmImpl = &gemmImpl[float32]{
 		name: "avx2-6x16", mr: 6, nr: 16, kernel: avx2Sgemm,
-		kc: 256, mc: 96, chunk: 16, packBMinRows: 24, pool: new(sync.Pool),
+		kc: 256, mc: 96, chunk: 16, packBMinRows: 24, packAMinPanels: 1 << 30, pool: new(sync.Pool),
 		dot: &dotImpl[float32]{mr: 3, nr: 4, kernel: avx2SdotTile, maxRows: 24, chunk: 16},
 	}
 	avx2DgemmImpl = &gemmImpl[float64]{
 		name: "avx2-6x8", mr: 6, nr: 8, kernel: avx2Dgemm,
-		kc: 256, mc: 96, chunk: 32, packBMinRows: 24, pool: new(sync.Pool),
+		kc: 256, mc: 96, chunk: 32, packBMinRows: 24, packAMinPanels: 1 << 30, pool: new(sync.Pool),
+	}
+	avx512SgemmImpl = &gemmImpl[float32]{
+		name: "avx512-12x32", mr: 12, nr: 32, kernel: avx512Sgemm,
+		kc: 256, mc: 96, chunk: 8, packBMinRows: 24, packAMinPanels: 1 << 30, pool: new(sync.Pool),
+		dot: avx2SgemmImpl.dot,
+	}
+	avx512DgemmImpl = &gemmImpl[float64]{
+		name: "avx512-12x16", mr: 12, nr: 16, kernel: avx512Dgemm,
+		kc: 256, mc: 96, chunk: 16, packBMinRows: 24, packAMinPanels: 1 << 30, pool: new(sync.Pool),
 	}
 )
 
+var (
+	hasAVX2   = cpu.X86.HasAVX2 && cpu.X86.HasFMA
+	hasAVX512 = hasAVX2 && cpu.X86.HasAVX512F
+)
+
+// init picks the widest kernels the CPU runs, unless TANDEM_KERNELS asks for
+// "purego" or "avx2".
 func init() {
-	if !cpu.X86.HasAVX2 || !cpu.X86.HasFMA || asmDisabled() {
+	if !hasAVX2 || asmDisabled() {
 		return
 	}
 	sgemmImpl, dgemmImpl = avx2SgemmImpl, avx2DgemmImpl
 	sdotImpl, ddotImpl = avx2Sdot, avx2Ddot
 	saxpyImpl, daxpyImpl = avx2Saxpy, avx2Daxpy
+	if hasAVX512 && os.Getenv(EnvKernels) != "avx2" {
+		sgemmImpl, dgemmImpl = avx512SgemmImpl, avx512DgemmImpl
+	}
+}
+
+// asmSgemmImpls lists the assembly float32 implementations this CPU runs.
+func asmSgemmImpls() []*gemmImpl[float32] {
+	switch {
+	case hasAVX512:
+		return []*gemmImpl[float32]{avx2SgemmImpl, avx512SgemmImpl}
+	case hasAVX2:
+		return []*gemmImpl[float32]{avx2SgemmImpl}
+	}
+	return nil
+}
+
+// asmDgemmImpls lists the assembly float64 implementations this CPU runs.
+func asmDgemmImpls() []*gemmImpl[float64] {
+	switch {
+	case hasAVX512:
+		return []*gemmImpl[float64]{avx2DgemmImpl, avx512DgemmImpl}
+	case hasAVX2:
+		return []*gemmImpl[float64]{avx2DgemmImpl}
+	}
+	return nil
 }

@@ -6,14 +6,15 @@ import "sync"
 type float interface{ ~float32 | ~float64 }
 
 // microKernel computes one mr×nr tile: C = alpha·(Ap·Bp) + beta·C, where Ap is
-// a packed panel of A (element (i, p) at a[p*mr+i]) and Bp holds k rows of nr
-// contiguous elements at row stride ldb (element (p, j) at b[p*ldb+j]). C has
-// row stride ldc. k >= 1. When beta == 0, C is not read.
+// an mr×k block of op(A) with element (i, p) at a[i*rsa+p*csa] (a packed panel
+// has rsa = 1, csa = mr) and Bp holds k rows of nr contiguous elements at row
+// stride ldb (element (p, j) at b[p*ldb+j]). C has row stride ldc. k >= 1.
+// When beta == 0, C is not read.
 //
 // Every element of the tile is the sum over p = 0, 1, …, k-1 in that order,
 // accumulated in its own register lane, so the value of an element does not
 // depend on its position in the tile nor on the other elements.
-type microKernel[T float] func(k int, a, b []T, ldb int, c []T, ldc int, alpha, beta T)
+type microKernel[T float] func(k int, a []T, rsa, csa int, b []T, ldb int, c []T, ldc int, alpha, beta T)
 
 // gemmImpl is one way to run GEMM: a micro-kernel and the blocking around it.
 // All fields are fixed at package initialisation; a gemmImpl is read-only and
@@ -29,7 +30,11 @@ type gemmImpl[T float] struct {
 	// B is used in place when it is not transposed (packing would cost more
 	// than it saves).
 	packBMinRows int
-	pool         *sync.Pool // of *[]T scratch buffers
+	// packAMinPanels: a work item packs its block of A when it will run it
+	// against at least this many B panels; with fewer, the kernel reads A in
+	// place and only a partial last panel is packed.
+	packAMinPanels int
+	pool           *sync.Pool // of *[]T scratch buffers
 	// dot, when set, handles op(A) = A, op(B) = Bᵀ with m <= dot.maxRows.
 	dot *dotImpl[T]
 }
@@ -118,7 +123,14 @@ func gemm[T float](im *gemmImpl[T], par Par, tA, tB bool, m, n, k int, alpha T, 
 			if pc > 0 {
 				bet = 1
 			}
-			packABlock(tA, a, lda, i0, mb, pc, kb, mr, aBuf)
+			packA := jp1-jp0 >= im.packAMinPanels
+			if packA {
+				for ip := 0; ip*mr < mb; ip++ {
+					packAPanel(tA, a, lda, i0+ip*mr, min(mr, mb-ip*mr), pc, kb, mr, aBuf[ip*kb*mr:(ip+1)*kb*mr])
+				}
+			} else if last := mb - mb%mr; last < mb {
+				packAPanel(tA, a, lda, i0+last, mb-last, pc, kb, mr, aBuf[:kb*mr])
+			}
 			for jp := jp0; jp < jp1; jp++ {
 				j0 := jp * nr
 				nb := min(nr, n-j0)
@@ -136,9 +148,18 @@ func gemm[T float](im *gemmImpl[T], par Par, tA, tB bool, m, n, k int, alpha T, 
 				for ip := 0; ip*mr < mb; ip++ {
 					i := i0 + ip*mr
 					mi := min(mr, m-i)
-					ap := aBuf[ip*kb*mr : (ip+1)*kb*mr]
+					ap, rsa, csa := aBuf[:kb*mr], 1, mr
+					switch {
+					case packA:
+						ap = aBuf[ip*kb*mr : (ip+1)*kb*mr]
+					case mi < mr:
+					case tA:
+						ap, rsa, csa = a[pc*lda+i:], 1, lda
+					default:
+						ap, rsa, csa = a[i*lda+pc:], lda, 1
+					}
 					if mi == mr && nb == nr {
-						im.kernel(kb, ap, bp, ldbp, c[i*ldc+j0:], ldc, alpha, bet)
+						im.kernel(kb, ap, rsa, csa, bp, ldbp, c[i*ldc+j0:], ldc, alpha, bet)
 						continue
 					}
 					// Edge tile: run the same kernel on a padded copy so that
@@ -148,7 +169,7 @@ func gemm[T float](im *gemmImpl[T], par Par, tA, tB bool, m, n, k int, alpha T, 
 							copy(tile[ii*nr:ii*nr+nb], c[(i+ii)*ldc+j0:][:nb])
 						}
 					}
-					im.kernel(kb, ap, bp, ldbp, tile, nr, alpha, bet)
+					im.kernel(kb, ap, rsa, csa, bp, ldbp, tile, nr, alpha, bet)
 					for ii := range mi {
 						copy(c[(i+ii)*ldc+j0:][:nb], tile[ii*nr:ii*nr+nb])
 					}

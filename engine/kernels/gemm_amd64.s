@@ -5,7 +5,9 @@
 // Micro-kernels for AVX2 + FMA. Register use for the float32 6×16 tile (the
 // float64 6×8 tile is the same with four lanes per register):
 //   Y0, Y1   one row of the B panel (16 columns)
-//   Y2, Y3   broadcasts of two elements of the packed A column
+//   Y2, Y3   broadcasts of two elements of the A column; element (r, p) of
+//            the 6×k block of A is at a + r·rsa + p·csa (packed: rsa = 1,
+//            csa = 6; in place: rsa = lda, csa = 1, or transposed the reverse)
 //   Y4..Y15  the tile: row r in Y(4+2r) (columns 0..7) and Y(5+2r) (8..15)
 // Each accumulator lane sums its products in order p = 0..k-1 with FMA, so
 // an element's value depends only on its own row of A and column of B.
@@ -14,13 +16,19 @@
 	VFMADD231PS Y0, off, lo; \
 	VFMADD231PS Y1, off, hi
 
-// func sgemmKernel6x16(k int, a *float32, b *float32, ldb int, c *float32, ldc int, alpha float32, beta float32)
-TEXT ·sgemmKernel6x16(SB), NOSPLIT, $0-56
+// func sgemmKernel6x16(k int, a *float32, rsa int, csa int, b *float32, ldb int, c *float32, ldc int, alpha float32, beta float32)
+TEXT ·sgemmKernel6x16(SB), NOSPLIT, $0-72
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
-	MOVQ b+16(FP), DI
-	MOVQ ldb+24(FP), R8
+	MOVQ rsa+16(FP), R8
 	SHLQ $2, R8
+	MOVQ csa+24(FP), R11
+	SHLQ $2, R11
+	LEAQ (SI)(R8*2), R10
+	ADDQ R8, R10
+	MOVQ b+32(FP), DI
+	MOVQ ldb+40(FP), AX
+	SHLQ $2, AX
 	VXORPS Y4, Y4, Y4
 	VXORPS Y5, Y5, Y5
 	VXORPS Y6, Y6, Y6
@@ -37,26 +45,27 @@ TEXT ·sgemmKernel6x16(SB), NOSPLIT, $0-56
 sloop:
 	VMOVUPS      (DI), Y0
 	VMOVUPS      32(DI), Y1
-	VBROADCASTSS 0(SI), Y2
-	VBROADCASTSS 4(SI), Y3
+	VBROADCASTSS (SI), Y2
+	VBROADCASTSS (SI)(R8*1), Y3
 	SROW(Y2, Y4, Y5)
 	SROW(Y3, Y6, Y7)
-	VBROADCASTSS 8(SI), Y2
-	VBROADCASTSS 12(SI), Y3
+	VBROADCASTSS (SI)(R8*2), Y2
+	VBROADCASTSS (R10), Y3
 	SROW(Y2, Y8, Y9)
 	SROW(Y3, Y10, Y11)
-	VBROADCASTSS 16(SI), Y2
-	VBROADCASTSS 20(SI), Y3
+	VBROADCASTSS (R10)(R8*1), Y2
+	VBROADCASTSS (R10)(R8*2), Y3
 	SROW(Y2, Y12, Y13)
 	SROW(Y3, Y14, Y15)
-	ADDQ $24, SI
-	ADDQ R8, DI
+	ADDQ R11, SI
+	ADDQ R11, R10
+	ADDQ AX, DI
 	DECQ CX
 	JNZ  sloop
 
-	MOVQ         ldc+40(FP), R9
+	MOVQ         ldc+56(FP), R9
 	SHLQ         $2, R9
-	VBROADCASTSS alpha+48(FP), Y0
+	VBROADCASTSS alpha+64(FP), Y0
 	VMULPS       Y0, Y4, Y4
 	VMULPS       Y0, Y5, Y5
 	VMULPS       Y0, Y6, Y6
@@ -71,11 +80,11 @@ sloop:
 	VMULPS       Y0, Y15, Y15
 
 	// beta == 0 (either sign): C is not read.
-	MOVL  beta+52(FP), AX
+	MOVL  beta+68(FP), AX
 	ANDL  $0x7fffffff, AX
 	JZ    sstore
-	MOVQ  c+32(FP), DX
-	VBROADCASTSS beta+52(FP), Y1
+	MOVQ  c+48(FP), DX
+	VBROADCASTSS beta+68(FP), Y1
 	VFMADD231PS (DX), Y1, Y4
 	VFMADD231PS 32(DX), Y1, Y5
 	ADDQ  R9, DX
@@ -95,7 +104,7 @@ sloop:
 	VFMADD231PS 32(DX), Y1, Y15
 
 sstore:
-	MOVQ    c+32(FP), DX
+	MOVQ    c+48(FP), DX
 	VMOVUPS Y4, (DX)
 	VMOVUPS Y5, 32(DX)
 	ADDQ    R9, DX
@@ -120,13 +129,19 @@ sstore:
 	VFMADD231PD Y0, off, lo; \
 	VFMADD231PD Y1, off, hi
 
-// func dgemmKernel6x8(k int, a *float64, b *float64, ldb int, c *float64, ldc int, alpha float64, beta float64)
-TEXT ·dgemmKernel6x8(SB), NOSPLIT, $0-64
+// func dgemmKernel6x8(k int, a *float64, rsa int, csa int, b *float64, ldb int, c *float64, ldc int, alpha float64, beta float64)
+TEXT ·dgemmKernel6x8(SB), NOSPLIT, $0-80
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
-	MOVQ b+16(FP), DI
-	MOVQ ldb+24(FP), R8
+	MOVQ rsa+16(FP), R8
 	SHLQ $3, R8
+	MOVQ csa+24(FP), R11
+	SHLQ $3, R11
+	LEAQ (SI)(R8*2), R10
+	ADDQ R8, R10
+	MOVQ b+32(FP), DI
+	MOVQ ldb+40(FP), AX
+	SHLQ $3, AX
 	VXORPD Y4, Y4, Y4
 	VXORPD Y5, Y5, Y5
 	VXORPD Y6, Y6, Y6
@@ -143,26 +158,27 @@ TEXT ·dgemmKernel6x8(SB), NOSPLIT, $0-64
 dloop:
 	VMOVUPD      (DI), Y0
 	VMOVUPD      32(DI), Y1
-	VBROADCASTSD 0(SI), Y2
-	VBROADCASTSD 8(SI), Y3
+	VBROADCASTSD (SI), Y2
+	VBROADCASTSD (SI)(R8*1), Y3
 	DROW(Y2, Y4, Y5)
 	DROW(Y3, Y6, Y7)
-	VBROADCASTSD 16(SI), Y2
-	VBROADCASTSD 24(SI), Y3
+	VBROADCASTSD (SI)(R8*2), Y2
+	VBROADCASTSD (R10), Y3
 	DROW(Y2, Y8, Y9)
 	DROW(Y3, Y10, Y11)
-	VBROADCASTSD 32(SI), Y2
-	VBROADCASTSD 40(SI), Y3
+	VBROADCASTSD (R10)(R8*1), Y2
+	VBROADCASTSD (R10)(R8*2), Y3
 	DROW(Y2, Y12, Y13)
 	DROW(Y3, Y14, Y15)
-	ADDQ $48, SI
-	ADDQ R8, DI
+	ADDQ R11, SI
+	ADDQ R11, R10
+	ADDQ AX, DI
 	DECQ CX
 	JNZ  dloop
 
-	MOVQ         ldc+40(FP), R9
+	MOVQ         ldc+56(FP), R9
 	SHLQ         $3, R9
-	VBROADCASTSD alpha+48(FP), Y0
+	VBROADCASTSD alpha+64(FP), Y0
 	VMULPD       Y0, Y4, Y4
 	VMULPD       Y0, Y5, Y5
 	VMULPD       Y0, Y6, Y6
@@ -176,11 +192,11 @@ dloop:
 	VMULPD       Y0, Y14, Y14
 	VMULPD       Y0, Y15, Y15
 
-	MOVQ  beta+56(FP), AX
+	MOVQ  beta+72(FP), AX
 	SHLQ  $1, AX
 	JZ    dstore
-	MOVQ  c+32(FP), DX
-	VBROADCASTSD beta+56(FP), Y1
+	MOVQ  c+48(FP), DX
+	VBROADCASTSD beta+72(FP), Y1
 	VFMADD231PD (DX), Y1, Y4
 	VFMADD231PD 32(DX), Y1, Y5
 	ADDQ  R9, DX
@@ -200,7 +216,7 @@ dloop:
 	VFMADD231PD 32(DX), Y1, Y15
 
 dstore:
-	MOVQ    c+32(FP), DX
+	MOVQ    c+48(FP), DX
 	VMOVUPD Y4, (DX)
 	VMOVUPD Y5, 32(DX)
 	ADDQ    R9, DX

@@ -31,7 +31,7 @@ func testShapes() []shape {
 				)
 			}
 			out = append(out,
-				shape{tA: tA, tB: tB, m: 8, n: 300, k: 130, padA: 2, padC: 1},   // sampling-like, no B packing
+				shape{tA: tA, tB: tB, m: 8, n: 300, k: 130, padA: 2, padC: 1},  // sampling-like, no B packing
 				shape{tA: tA, tB: tB, m: 140, n: 70, k: 513, padB: 3},          // three depth passes
 				shape{tA: tA, tB: tB, m: 130, n: 290, k: 20, padA: 1, padC: 3}, // several work items
 			)
@@ -201,7 +201,9 @@ func TestGemmPanicsNameTheArgument(t *testing.T) {
 		{"a too short", func() { Par{}.Sgemm(false, false, 30, 4, 5, 1, buf, 5, buf, 4, 0, buf, 4) }, "len(a) = 100"},
 		{"b too short", func() { Par{}.Sgemm(false, true, 3, 40, 5, 1, buf, 5, buf, 5, 0, make([]float32, 200), 40) }, "len(b) = 100"},
 		{"c too short", func() { Par{}.Sgemm(false, false, 3, 40, 2, 1, buf, 2, buf, 40, 0, buf[:50], 40) }, "len(c) = 50"},
-		{"dgemm ldc", func() { Par{}.Dgemm(false, false, 1, 4, 1, 1, []float64{1}, 1, make([]float64, 4), 4, 0, make([]float64, 4), 2) }, "Dgemm: ldc = 2"},
+		{"dgemm ldc", func() {
+			Par{}.Dgemm(false, false, 1, 4, 1, 1, []float64{1}, 1, make([]float64, 4), 4, 0, make([]float64, 4), 2)
+		}, "Dgemm: ldc = 2"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -3,14 +3,14 @@ package kernels
 // goKernel4x4 is the portable micro-kernel: a 4×4 tile held in sixteen local
 // accumulators. It is what runs on architectures without assembly kernels and
 // when the assembly is disabled.
-func goKernel4x4[T float](k int, a, b []T, ldb int, c []T, ldc int, alpha, beta T) {
+func goKernel4x4[T float](k int, a []T, rsa, csa int, b []T, ldb int, c []T, ldc int, alpha, beta T) {
 	var c00, c01, c02, c03, c10, c11, c12, c13, c20, c21, c22, c23, c30, c31, c32, c33 T
-	a = a[:4*k]
+	_ = a[3*rsa+(k-1)*csa]
 	_ = b[(k-1)*ldb+3]
 	for p := range k {
-		ap := a[4*p : 4*p+4 : 4*p+4]
+		o := p * csa
 		bp := b[p*ldb : p*ldb+4 : p*ldb+4]
-		a0, a1, a2, a3 := ap[0], ap[1], ap[2], ap[3]
+		a0, a1, a2, a3 := a[o], a[o+rsa], a[o+2*rsa], a[o+3*rsa]
 		b0, b1, b2, b3 := bp[0], bp[1], bp[2], bp[3]
 		c00 += a0 * b0
 		c01 += a0 * b1

@@ -1,33 +1,42 @@
 package kernels
 
-// packABlock packs rows [i0, i0+mb) and columns [pc, pc+kb) of op(A) into
-// micro-panels of mr rows: panel ip holds element (i0+ip*mr+ii, pc+p) at
-// dst[ip*kb*mr + p*mr + ii]. Rows past mb in the last panel are zero.
-func packABlock[T float](tA bool, a []T, lda, i0, mb, pc, kb, mr int, dst []T) {
-	for ip := 0; ip*mr < mb; ip++ {
-		d := dst[ip*kb*mr : (ip+1)*kb*mr]
-		i := i0 + ip*mr
-		mi := min(mr, mb-ip*mr)
-		if tA {
-			// op(A)(i, q) = a[q*lda+i]: each depth step is a contiguous run.
-			for p := range kb {
-				row := d[p*mr : p*mr+mr]
-				copy(row, a[(pc+p)*lda+i:][:mi])
-				clear(row[mi:])
-			}
-			continue
+// packAPanel packs rows [i, i+mi) and columns [pc, pc+kb) of op(A) into one
+// micro-panel of mr rows: element (i+ii, pc+p) goes to dst[p*mr+ii]. Rows
+// past mi are zero.
+func packAPanel[T float](tA bool, a []T, lda, i, mi, pc, kb, mr int, dst []T) {
+	d := dst[:kb*mr]
+	if tA {
+		// op(A)(i, q) = a[q*lda+i]: each depth step is a contiguous run.
+		for p := range kb {
+			row := d[p*mr : p*mr+mr]
+			copy(row, a[(pc+p)*lda+i:][:mi])
+			clear(row[mi:])
 		}
-		// op(A)(i, q) = a[i*lda+q]: each row is a contiguous run.
-		for ii := range mi {
-			src := a[(i+ii)*lda+pc:][:kb]
-			for p, v := range src {
-				d[p*mr+ii] = v
-			}
+		return
+	}
+	// op(A)(i, q) = a[i*lda+q]: each row is a contiguous run.
+	if mr == 6 && mi == 6 {
+		r0 := a[i*lda+pc:][:kb]
+		r1 := a[(i+1)*lda+pc:][:kb]
+		r2 := a[(i+2)*lda+pc:][:kb]
+		r3 := a[(i+3)*lda+pc:][:kb]
+		r4 := a[(i+4)*lda+pc:][:kb]
+		r5 := a[(i+5)*lda+pc:][:kb]
+		for p := range kb {
+			dd := d[p*6 : p*6+6 : p*6+6]
+			dd[0], dd[1], dd[2], dd[3], dd[4], dd[5] = r0[p], r1[p], r2[p], r3[p], r4[p], r5[p]
 		}
-		for ii := mi; ii < mr; ii++ {
-			for p := range kb {
-				d[p*mr+ii] = 0
-			}
+		return
+	}
+	for ii := range mi {
+		src := a[(i+ii)*lda+pc:][:kb]
+		for p, v := range src {
+			d[p*mr+ii] = v
+		}
+	}
+	for ii := mi; ii < mr; ii++ {
+		for p := range kb {
+			d[p*mr+ii] = 0
 		}
 	}
 }
