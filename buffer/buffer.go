@@ -1,0 +1,265 @@
+package buffer
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"github.com/tandemrl/tandem/policy"
+	"github.com/tandemrl/tandem/rl"
+	"github.com/tandemrl/tandem/sync/waitq"
+)
+
+// ErrClosed is returned by Admit after Close, and by Take once the buffer
+// is closed and can no longer fill a batch.
+var ErrClosed = errors.New("buffer: closed")
+
+// Buffer is the replay buffer and admission gate for concurrent use:
+// rollout workers call Admit before a rollout and Put (or Fail) after it;
+// the learner calls Take; the weight sync calls Serve. One mutex guards the
+// state; blocked goroutines wait in FIFO queues and are woken one by one
+// when they can proceed, never all at once. All methods are safe for
+// concurrent use, except that Take must be called by one goroutine at a
+// time.
+type Buffer struct {
+	mu      sync.Mutex
+	core    *Core
+	closed  bool
+	stale   func(rl.Group)
+	admit   waitq.Queue[policy.Version]
+	put     waitq.Queue[struct{}]
+	taker   waitq.Queue[[]rl.Group]
+	reserve int // places granted to waiting putters, not yet used
+	takeDst []rl.Group
+	expired []rl.Group
+}
+
+// New returns an empty buffer. onStale, if not nil, receives every group
+// removed as over-stale (to requeue its prompt or log it); it is called
+// without the buffer's lock held, from the goroutine of the Put or Take that
+// found the group, and must not block for long.
+func New(cfg Config, onStale func(rl.Group)) (*Buffer, error) {
+	c, err := NewCore(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Buffer{core: c, stale: onStale}, nil
+}
+
+// Admit blocks until a rollout may start, then returns the version the
+// sampler serves (record it as the group's Admitted version). It returns
+// ctx's error, with nothing changed, if ctx ends first, and ErrClosed after
+// Close.
+func (b *Buffer) Admit(ctx context.Context) (policy.Version, error) {
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return 0, ErrClosed
+	}
+	if b.admit.Len() == 0 {
+		if v, ok := b.core.Admit(); ok {
+			b.mu.Unlock()
+			return v, nil
+		}
+	}
+	w := b.admit.Push()
+	b.mu.Unlock()
+	select {
+	case <-w.C:
+		if w.Val < 0 && b.isClosed() {
+			return 0, ErrClosed
+		}
+		return w.Val, nil
+	case <-ctx.Done():
+		b.mu.Lock()
+		if !b.admit.Remove(w) && w.Val >= 0 {
+			b.core.gate.Finish(w.Val, false) // granted as we gave up: undo
+			b.wakeLocked()
+		}
+		b.mu.Unlock()
+		return 0, context.Cause(ctx)
+	}
+}
+
+func (b *Buffer) isClosed() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.closed
+}
+
+// Put accepts g, the result of a rollout admitted at g.Admitted. It blocks
+// while the buffer is full (never with pace, whose admission keeps room).
+// On error (ctx ended) g is not accepted and its admission is released. A
+// group already over-stale is handed to onStale instead of being held.
+func (b *Buffer) Put(ctx context.Context, g rl.Group) error {
+	b.mu.Lock()
+	if b.put.Len() > 0 || !b.core.CanPut() {
+		w := b.put.Push()
+		b.mu.Unlock()
+		select {
+		case <-w.C:
+			b.mu.Lock()
+			b.reserve--
+		case <-ctx.Done():
+			b.mu.Lock()
+			if !b.put.Remove(w) {
+				b.reserve--
+			}
+			b.core.Fail(g.Admitted)
+			b.wakeLocked()
+			b.mu.Unlock()
+			return context.Cause(ctx)
+		}
+	}
+	stale := b.core.Put(g)
+	b.wakeLocked()
+	b.mu.Unlock()
+	if stale && b.stale != nil {
+		b.stale(g)
+	}
+	return nil
+}
+
+// Fail ends a rollout admitted at version admitted that produced no group,
+// freeing its place.
+func (b *Buffer) Fail(admitted policy.Version) {
+	b.mu.Lock()
+	b.core.Fail(admitted)
+	b.wakeLocked()
+	b.mu.Unlock()
+}
+
+// Serve records that the sampler serves version v; rollouts waiting for a
+// newer version are admitted.
+func (b *Buffer) Serve(v policy.Version) {
+	b.mu.Lock()
+	b.core.Serve(v)
+	b.wakeLocked()
+	b.mu.Unlock()
+}
+
+// Take blocks until the learner at version step can take its batch, then
+// appends the batch's GroupsPerBatch groups to dst and returns it. Groups
+// over-stale at step are removed first and handed to onStale. Take returns
+// ctx's error if ctx ends first (nothing taken), and ErrClosed when the
+// buffer is closed and no batch can be completed any more.
+func (b *Buffer) Take(ctx context.Context, step policy.Version, dst []rl.Group) ([]rl.Group, error) {
+	b.mu.Lock()
+	b.expired = b.core.Expire(step, b.expired[:0])
+	if n := len(b.expired); n > 0 {
+		b.wakeLocked() // discarded groups freed places
+		exp := append([]rl.Group(nil), b.expired...)
+		b.mu.Unlock()
+		b.handStale(exp)
+		b.mu.Lock()
+	}
+	if b.core.CanTake() {
+		dst = b.core.Take(dst)
+		b.wakeLocked()
+		b.mu.Unlock()
+		return dst, nil
+	}
+	if b.drainedLocked() {
+		b.mu.Unlock()
+		return dst, ErrClosed
+	}
+	b.takeDst = dst
+	w := b.taker.Push()
+	b.mu.Unlock()
+	select {
+	case <-w.C:
+		if w.Val == nil && b.isClosed() {
+			return dst, ErrClosed
+		}
+		return w.Val, nil
+	case <-ctx.Done():
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		if !b.taker.Remove(w) {
+			if w.Val == nil {
+				return dst, ErrClosed
+			}
+			return w.Val, nil // taken for us just as ctx ended: keep it
+		}
+		b.takeDst = nil
+		return dst, context.Cause(ctx)
+	}
+}
+
+func (b *Buffer) handStale(gs []rl.Group) {
+	if b.stale == nil {
+		return
+	}
+	for _, g := range gs {
+		b.stale(g)
+	}
+}
+
+// drainedLocked: closed, nothing running, and not enough to fill a batch.
+func (b *Buffer) drainedLocked() bool {
+	return b.closed && b.core.gate.Stats().Running == 0 && !b.core.CanTake()
+}
+
+// wakeLocked wakes every goroutine that can now proceed, in order: the
+// learner, then putters (for whom places are reserved), then admitters.
+func (b *Buffer) wakeLocked() {
+	if b.taker.Len() > 0 {
+		switch {
+		case b.core.CanTake():
+			b.taker.Grant(b.core.Take(b.takeDst))
+			b.takeDst = nil
+		case b.drainedLocked():
+			b.taker.Grant(nil)
+		}
+	}
+	for b.put.Len() > 0 && b.core.Len()+b.reserve < b.core.cfg.Limit {
+		b.reserve++
+		b.put.Grant(struct{}{})
+	}
+	if b.closed {
+		for b.admit.Grant(-1) {
+		}
+		return
+	}
+	for b.admit.Len() > 0 {
+		v, ok := b.core.Admit()
+		if !ok {
+			return
+		}
+		b.admit.Grant(v)
+	}
+}
+
+// Close stops admissions: waiting and future Admit calls return ErrClosed,
+// and Take returns ErrClosed once no batch can be completed. Call it when
+// no more rollouts will start; rollouts already running may still Put.
+func (b *Buffer) Close() {
+	b.mu.Lock()
+	b.closed = true
+	b.wakeLocked()
+	b.mu.Unlock()
+}
+
+// Drain removes and returns every held group (for shutdown); they are
+// counted as Drained.
+func (b *Buffer) Drain() []rl.Group {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := b.core.Drain(nil)
+	b.wakeLocked()
+	return out
+}
+
+// Stats returns the counters.
+func (b *Buffer) Stats() Stats {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.core.Stats()
+}
+
+// Len returns the number of held groups.
+func (b *Buffer) Len() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.core.Len()
+}

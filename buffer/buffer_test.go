@@ -1,0 +1,175 @@
+package buffer
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/tandemrl/tandem/policy"
+	"github.com/tandemrl/tandem/rl"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func TestPutBlocksWhenFull(t *testing.T) {
+	t.Parallel()
+	b, err := New(Config{GroupsPerBatch: 1, MaxStaleness: 5, Policy: rl.Drop, Limit: 1}, nil)
+	require.NoError(t, err)
+	b.Serve(0)
+	ctx := context.Background()
+	v, err := b.Admit(ctx)
+	require.NoError(t, err)
+	require.NoError(t, b.Put(ctx, rl.Group{ID: 1, Admitted: v}))
+	v, err = b.Admit(ctx)
+	require.NoError(t, err)
+
+	// Full: a Put with a short deadline fails and releases its admission.
+	short, cancel := context.WithTimeout(ctx, 5*time.Millisecond)
+	defer cancel()
+	require.ErrorIs(t, b.Put(short, rl.Group{ID: 2, Admitted: v}), context.DeadlineExceeded)
+	st := b.Stats()
+	assert.Equal(t, int64(1), st.Failed)
+	assert.Equal(t, int64(0), st.Running)
+
+	// A blocked Put proceeds once the learner takes.
+	v, err = b.Admit(ctx)
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() { done <- b.Put(ctx, rl.Group{ID: 3, Admitted: v}) }()
+	select {
+	case <-done:
+		t.Fatal("Put returned while the buffer was full")
+	case <-time.After(5 * time.Millisecond):
+	}
+	got, err := b.Take(ctx, 0, nil)
+	require.NoError(t, err)
+	assert.Equal(t, []uint64{1}, ids(got))
+	require.NoError(t, <-done)
+	assert.Equal(t, 1, b.Len())
+}
+
+func TestTakeWaitsCloseDrains(t *testing.T) {
+	t.Parallel()
+	b, err := New(Config{GroupsPerBatch: 2}, nil)
+	require.NoError(t, err)
+	ctx := context.Background()
+	b.Serve(0)
+	type res struct {
+		gs  []rl.Group
+		err error
+	}
+	out := make(chan res, 1)
+	go func() {
+		gs, err := b.Take(ctx, 0, nil)
+		out <- res{gs, err}
+	}()
+	for id := range uint64(2) {
+		v, err := b.Admit(ctx)
+		require.NoError(t, err)
+		require.NoError(t, b.Put(ctx, rl.Group{ID: id, Admitted: v}))
+	}
+	r := <-out
+	require.NoError(t, r.err)
+	assert.Len(t, r.gs, 2)
+
+	b.Serve(1)
+	v, err := b.Admit(ctx)
+	require.NoError(t, err)
+	require.NoError(t, b.Put(ctx, rl.Group{ID: 5, Admitted: v, Version: 1}))
+	b.Close()
+	_, err = b.Admit(ctx)
+	require.ErrorIs(t, err, ErrClosed)
+	_, err = b.Take(ctx, 1, nil)
+	require.ErrorIs(t, err, ErrClosed, "closed, nothing running, one group short of a batch")
+	assert.Equal(t, []uint64{5}, ids(b.Drain()))
+	st := b.Stats()
+	assert.Equal(t, st.Accepted, st.Trained+st.Dropped+st.Requeued+st.Drained+st.Held)
+}
+
+func TestAdmitCancelUnchanged(t *testing.T) {
+	t.Parallel()
+	b, err := New(Config{GroupsPerBatch: 1}, nil)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { _, err := b.Admit(ctx); done <- err }()
+	time.Sleep(time.Millisecond)
+	cancel()
+	require.ErrorIs(t, <-done, context.Canceled)
+	assert.Equal(t, Stats{}, b.Stats())
+}
+
+// TestConcurrentRequeue runs workers with random delays against a learner
+// under the requeue policy and checks that every group is accounted for and
+// no trained group is over-stale.
+func TestConcurrentRequeue(t *testing.T) {
+	t.Parallel()
+	const gpb, k, steps = 4, 1, 40
+	var mu sync.Mutex
+	var requeued []uint64
+	b, err := New(Config{GroupsPerBatch: gpb, MaxStaleness: k, Policy: rl.Requeue, Limit: 8}, func(g rl.Group) {
+		mu.Lock()
+		requeued = append(requeued, g.ID)
+		mu.Unlock()
+	})
+	require.NoError(t, err)
+	var served sync.Mutex // the "sampler": version it serves
+	var cur policy.Version
+	b.Serve(0)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	var next uint64
+	var idMu sync.Mutex
+	for w := range 6 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				adm, err := b.Admit(ctx)
+				if err != nil {
+					return
+				}
+				time.Sleep(time.Duration((i*7+w*3)%5) * 100 * time.Microsecond)
+				served.Lock()
+				v := cur
+				served.Unlock()
+				idMu.Lock()
+				id := next
+				next++
+				idMu.Unlock()
+				if err := b.Put(ctx, rl.Group{ID: id, Admitted: adm, Version: max(v, adm)}); err != nil {
+					return
+				}
+			}
+		}()
+	}
+	trained := 0
+	for s := range steps {
+		gs, err := b.Take(ctx, policy.Version(s), nil)
+		require.NoError(t, err)
+		for _, g := range gs {
+			require.LessOrEqual(t, g.Staleness(policy.Version(s)), int64(k))
+		}
+		trained += len(gs)
+		served.Lock()
+		cur = policy.Version(s + 1)
+		served.Unlock()
+		b.Serve(policy.Version(s + 1))
+	}
+	cancel()
+	wg.Wait()
+	b.Close()
+	left := b.Drain()
+	st := b.Stats()
+	assert.Equal(t, int64(trained), st.Trained)
+	mu.Lock()
+	assert.Equal(t, st.Requeued, int64(len(requeued)))
+	mu.Unlock()
+	assert.Equal(t, st.Accepted, st.Trained+st.Dropped+st.Requeued+int64(len(left)))
+	assert.Equal(t, st.Admitted, st.Accepted+st.Failed)
+}

@@ -1,0 +1,271 @@
+// Package buffer is tandem's replay buffer: it holds trajectory groups
+// between the rollout workers that produce them and the learner that trains
+// on them, tagged by the policy version that generated them.
+//
+// The buffer is group-aware (a group is never split), bounded (producers
+// block when it is full), and applies the staleness rule: when the learner
+// at version s takes a batch, no group with s − v > MaxStaleness is in it.
+// What happens to such a group is the stale policy: drop discards it,
+// requeue hands it back so its prompt is sampled again, and pace admits
+// rollouts so that it never happens (see sync/staleness). Every group that
+// enters is accounted for: trained, dropped, requeued, or drained at
+// shutdown.
+//
+// [Core] is the single-threaded, deterministic buffer; [Buffer] wraps it
+// for concurrent use, together with the admission gate, under one mutex.
+package buffer
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/tandemrl/tandem/policy"
+	"github.com/tandemrl/tandem/rl"
+	"github.com/tandemrl/tandem/sync/staleness"
+)
+
+// Config sets the buffer's rules.
+type Config struct {
+	// GroupsPerBatch is the number of groups per Take (≥ 1).
+	GroupsPerBatch int
+	// MaxStaleness k (≥ 0), in versions.
+	MaxStaleness int
+	// Policy is rl.Pace (the default), rl.Drop or rl.Requeue.
+	Policy rl.StalePolicy
+	// Limit bounds the groups held (with pace: held or in flight); 0 means
+	// (k + 1) × GroupsPerBatch; must be ≥ GroupsPerBatch.
+	Limit int
+	// VersionsPerStep is the number of versions one learner step adds
+	// (optimizer sub-steps per batch); 0 means 1.
+	VersionsPerStep int
+	// Start is the learner's version when the run starts.
+	Start policy.Version
+}
+
+// FromConfig derives the buffer's configuration from the run's.
+func FromConfig(c rl.Config, start policy.Version) Config {
+	c = c.WithDefaults()
+	return Config{
+		GroupsPerBatch:  c.GroupsPerBatch,
+		MaxStaleness:    c.MaxStaleness,
+		Policy:          c.StalePolicy,
+		Limit:           c.BufferLimit,
+		VersionsPerStep: c.Substeps,
+		Start:           start,
+	}
+}
+
+// ErrConfig is wrapped by configuration errors.
+var ErrConfig = errors.New("buffer: invalid config")
+
+func (c Config) withDefaults() Config {
+	if c.Policy == "" {
+		c.Policy = rl.Pace
+	}
+	if c.Limit == 0 {
+		c.Limit = (max(c.MaxStaleness, 0) + 1) * c.GroupsPerBatch
+	}
+	if c.VersionsPerStep == 0 {
+		c.VersionsPerStep = 1
+	}
+	return c
+}
+
+// Validate checks every field; errors name the field and what is allowed.
+func (c Config) Validate() error {
+	c = c.withDefaults()
+	switch {
+	case c.GroupsPerBatch < 1:
+		return fmt.Errorf("%w: GroupsPerBatch is %d; must be ≥ 1", ErrConfig, c.GroupsPerBatch)
+	case c.MaxStaleness < 0:
+		return fmt.Errorf("%w: MaxStaleness is %d; must be ≥ 0", ErrConfig, c.MaxStaleness)
+	case c.Limit < c.GroupsPerBatch:
+		return fmt.Errorf("%w: Limit is %d; must be ≥ GroupsPerBatch %d, or 0 for the default", ErrConfig, c.Limit, c.GroupsPerBatch)
+	case c.VersionsPerStep < 1:
+		return fmt.Errorf("%w: VersionsPerStep is %d; must be ≥ 1", ErrConfig, c.VersionsPerStep)
+	}
+	switch c.Policy {
+	case rl.Pace, rl.Drop, rl.Requeue:
+	default:
+		return fmt.Errorf("%w: Policy is %q; allowed: pace, drop, requeue", ErrConfig, c.Policy)
+	}
+	return nil
+}
+
+// Stats counts what the buffer has seen. Every accepted group ends up in
+// exactly one of Trained, Dropped, Requeued, Drained, or is still Held.
+type Stats struct {
+	staleness.Stats
+	Dropped  int64 // over-stale groups discarded (drop, or a pace violation)
+	Requeued int64 // over-stale groups handed back (requeue)
+	Drained  int64 // groups removed by Drain at shutdown
+	Held     int64 // groups in the buffer now
+}
+
+// Core is the buffer's logic without goroutines: it is not safe for
+// concurrent use, and it never blocks; callers ask CanPut and CanTake.
+type Core struct {
+	cfg   Config
+	gate  *staleness.Core
+	ready []rl.Group // sorted by (Admitted, Version, ID)
+	step  policy.Version
+	st    Stats
+}
+
+// NewCore returns an empty buffer for cfg.
+func NewCore(cfg Config) (*Core, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	gate, err := staleness.NewCore(staleness.Config{
+		MaxStaleness:    cfg.MaxStaleness,
+		GroupsPerBatch:  cfg.GroupsPerBatch,
+		Limit:           cfg.Limit,
+		Pace:            cfg.Policy == rl.Pace,
+		VersionsPerStep: cfg.VersionsPerStep,
+		Start:           cfg.Start,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("buffer: %w", err)
+	}
+	return &Core{cfg: cfg, gate: gate, step: cfg.Start, ready: make([]rl.Group, 0, cfg.Limit)}, nil
+}
+
+// Config returns the configuration with defaults applied.
+func (c *Core) Config() Config { return c.cfg }
+
+// Gate exposes the admission bookkeeping (read-only use).
+func (c *Core) Gate() *staleness.Core { return c.gate }
+
+// Serve records the version the sampler serves.
+func (c *Core) Serve(v policy.Version) { c.gate.Serve(v) }
+
+// Admit starts a rollout if the gate allows; see staleness.Core.Admit.
+func (c *Core) Admit() (policy.Version, bool) { return c.gate.Admit() }
+
+// Fail ends a rollout admitted at version admitted that produced no group.
+func (c *Core) Fail(admitted policy.Version) { c.gate.Finish(admitted, false) }
+
+// CanPut reports whether Put would not exceed the bound.
+func (c *Core) CanPut() bool { return len(c.ready) < c.cfg.Limit }
+
+// Put accepts g, whose rollout was admitted at g.Admitted. If g is already
+// over-stale for the learner's current version, it is removed at once and
+// returned with stale = true: the caller drops or requeues it (Stats say
+// which). Put ignores the bound: callers check CanPut.
+func (c *Core) Put(g rl.Group) (stale bool) {
+	c.gate.Finish(g.Admitted, true)
+	if c.over(&g) {
+		c.discard(&g)
+		return true
+	}
+	i := len(c.ready)
+	c.ready = append(c.ready, g)
+	for i > 0 && less(&c.ready[i], &c.ready[i-1]) {
+		c.ready[i], c.ready[i-1] = c.ready[i-1], c.ready[i]
+		i--
+	}
+	c.st.Held++
+	return false
+}
+
+func less(a, b *rl.Group) bool {
+	if a.Admitted != b.Admitted {
+		return a.Admitted < b.Admitted
+	}
+	if a.Version != b.Version {
+		return a.Version < b.Version
+	}
+	return a.ID < b.ID
+}
+
+func (c *Core) over(g *rl.Group) bool {
+	return g.Staleness(c.step) > int64(c.cfg.MaxStaleness)
+}
+
+func (c *Core) discard(g *rl.Group) {
+	c.gate.Discard(g.Admitted)
+	if c.cfg.Policy == rl.Requeue {
+		c.st.Requeued++
+	} else {
+		c.st.Dropped++
+	}
+}
+
+// Expire sets the learner's version to step and removes every held group
+// that is over-stale at step, appending them to dst (the caller drops or
+// requeues them, as Stats record).
+func (c *Core) Expire(step policy.Version, dst []rl.Group) []rl.Group {
+	c.step = step
+	bound := step - policy.Version(c.cfg.MaxStaleness) // Version < bound is over-stale
+	n := 0
+	for i := range c.ready {
+		g := &c.ready[i]
+		if g.Admitted >= bound {
+			break // sorted: Version ≥ Admitted ≥ bound from here on
+		}
+		if g.Version < bound {
+			n++
+		}
+	}
+	if n == 0 {
+		return dst
+	}
+	keep := c.ready[:0]
+	for i := range c.ready {
+		g := c.ready[i]
+		if g.Version < bound {
+			c.discard(&g)
+			c.st.Held--
+			dst = append(dst, g)
+			continue
+		}
+		keep = append(keep, g)
+	}
+	clear(c.ready[len(keep):])
+	c.ready = keep
+	return dst
+}
+
+// CanTake reports whether the learner's next batch can be taken now (see
+// staleness.Core.CanTake).
+func (c *Core) CanTake() bool { return c.gate.CanTake() }
+
+// Take moves the batch — the GroupsPerBatch earliest-admitted groups — to
+// dst and returns it. The caller must have called Expire for the learner's
+// version and seen CanTake.
+func (c *Core) Take(dst []rl.Group) []rl.Group {
+	n := c.cfg.GroupsPerBatch
+	c.gate.Take()
+	dst = append(dst, c.ready[:n]...)
+	m := copy(c.ready, c.ready[n:])
+	clear(c.ready[m:])
+	c.ready = c.ready[:m]
+	c.st.Held -= int64(n)
+	return dst
+}
+
+// Drain removes every held group and appends it to dst (for shutdown).
+func (c *Core) Drain(dst []rl.Group) []rl.Group {
+	for i := range c.ready {
+		c.gate.Discard(c.ready[i].Admitted)
+	}
+	dst = append(dst, c.ready...)
+	c.st.Drained += int64(len(c.ready))
+	c.st.Held = 0
+	clear(c.ready)
+	c.ready = c.ready[:0]
+	return dst
+}
+
+// Len returns the number of held groups.
+func (c *Core) Len() int { return len(c.ready) }
+
+// Stats returns the counters.
+func (c *Core) Stats() Stats {
+	st := c.st
+	st.Stats = c.gate.Stats()
+	st.Stats.Discarded -= st.Drained // drained groups are reported apart
+	return st
+}
