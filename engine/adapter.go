@@ -57,6 +57,7 @@ func newPair[T Float](in, out, rank int) *LoraPair[T] {
 
 func newZeroAdapter[T Float](cfg Config, lora LoraConfig) *Adapter[T] {
 	d, h, r := cfg.Dim, cfg.Hidden, lora.Rank
+	lora.Alpha = lora.alpha() // store the resolved default
 	a := &Adapter[T]{Lora: lora, Model: cfg, Blocks: make([]BlockAdapter[T], cfg.Layers)}
 	for i := range a.Blocks {
 		b := &a.Blocks[i]

@@ -148,7 +148,7 @@ func Parse(data []byte) (*File, error) {
 		}
 		b, en := e.Offsets[0], e.Offsets[1]
 		if b < 0 || en < b || en > int64(len(body)) {
-			return nil, bad("tensor %q: data_offsets [%d, %d] outside the %d data bytes", name, b, en, len(body))
+			return nil, bad("tensor %q: data_offsets [%d, %d] outside the %d data bytes (truncated file?)", name, b, en, len(body))
 		}
 		elems := int64(1)
 		shape := make([]int, len(e.Shape))
