@@ -1,0 +1,149 @@
+package server
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/tandemrl/tandem/wire"
+)
+
+// errBusy reports that MaxInFlight futures are unfinished.
+var errBusy = errors.New("server: too many calls in flight; retry later")
+
+// future is the server side of a call answered with {request_id}: done is
+// closed when body (the JSON result, or a RequestFailedResponse) is set.
+type future struct {
+	id    string
+	owner string
+	kind  string
+	done  chan struct{}
+	body  []byte
+	ended time.Time // when done; zero while running
+}
+
+// futureStore holds futures by id and bounds the unfinished ones. Finished
+// futures are forgotten FutureTTL after they end; their ids are kept a while
+// longer so that a late poll is answered 410 (expired) rather than 404.
+type futureStore struct {
+	mu       sync.Mutex
+	now      func() time.Time
+	ttl      time.Duration
+	max      int
+	running  int
+	byID     map[string]*future
+	expired  map[string]time.Time // id → when it may be forgotten entirely
+	lastScan time.Time
+}
+
+func newFutureStore(now func() time.Time, ttl time.Duration, max int) *futureStore {
+	return &futureStore{now: now, ttl: ttl, max: max, byID: map[string]*future{}, expired: map[string]time.Time{}}
+}
+
+func newID(prefix string) string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return prefix + hex.EncodeToString(b[:])
+}
+
+// create registers a running future, or returns errBusy.
+func (s *futureStore) create(owner, kind string) (*future, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sweepLocked()
+	if s.running >= s.max {
+		return nil, errBusy
+	}
+	f := &future{id: newID("req-"), owner: owner, kind: kind, done: make(chan struct{})}
+	s.byID[f.id] = f
+	s.running++
+	return f, nil
+}
+
+// complete sets f's result once; later calls are ignored.
+func (s *futureStore) complete(f *future, body []byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !f.ended.IsZero() {
+		return
+	}
+	f.body = body
+	f.ended = s.now()
+	s.running--
+	close(f.done)
+}
+
+func (s *futureStore) succeed(f *future, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		s.fail(f, wire.ErrorCategoryServer, "encode result: "+err.Error())
+		return
+	}
+	s.complete(f, b)
+}
+
+func (s *futureStore) fail(f *future, category, msg string) {
+	b, _ := json.Marshal(wire.RequestFailedResponse{Error: msg, Category: category})
+	s.complete(f, b)
+}
+
+// discard forgets a running future that was never handed out.
+func (s *futureStore) discard(f *future) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if f.ended.IsZero() {
+		delete(s.byID, f.id)
+		f.ended = s.now()
+		s.running--
+	}
+}
+
+// lookup states of get.
+const (
+	futureFound = iota
+	futureUnknown
+	futureExpired
+)
+
+// get returns owner's future id. Another owner's future is unknown.
+func (s *futureStore) get(owner, id string) (*future, int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sweepLocked()
+	if f, ok := s.byID[id]; ok && f.owner == owner {
+		return f, futureFound
+	}
+	if _, ok := s.expired[id]; ok {
+		return nil, futureExpired
+	}
+	return nil, futureUnknown
+}
+
+func (s *futureStore) inFlight() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.running
+}
+
+// sweepLocked expires finished futures past their TTL, at most once a second.
+func (s *futureStore) sweepLocked() {
+	now := s.now()
+	if now.Sub(s.lastScan) < time.Second {
+		return
+	}
+	s.lastScan = now
+	for id, f := range s.byID {
+		if !f.ended.IsZero() && now.Sub(f.ended) > s.ttl {
+			delete(s.byID, id)
+			s.expired[id] = now.Add(s.ttl)
+		}
+	}
+	for id, until := range s.expired {
+		if now.After(until) {
+			delete(s.expired, id)
+		}
+	}
+}

@@ -1,0 +1,174 @@
+package server_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"github.com/tandemrl/tandem/server"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/tandemrl/tandem/server/servertest"
+	"github.com/tandemrl/tandem/wire"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+const (
+	keyA = "key-a-0123456789"
+	keyB = "key-b-0123456789"
+	base = "tiny-base"
+)
+
+// clock is a settable time source.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+
+func (c *clock) Advance(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
+
+// harness is a server over the fake backend behind httptest.
+type harness struct {
+	t     *testing.T
+	srv   *server.Server
+	hs    *httptest.Server
+	be    *servertest.Backend
+	clock *clock
+}
+
+func newHarness(t *testing.T, mod func(*server.Config)) *harness {
+	t.Helper()
+	cfg := server.Config{
+		APIKeys:  []string{keyA, keyB},
+		Models:   []server.ModelSpec{{Name: base, VocabSize: servertest.Vocab, MaxContextLength: 512}},
+		PollWait: 200 * time.Millisecond,
+		SeqWait:  5 * time.Second,
+	}
+	if mod != nil {
+		mod(&cfg)
+	}
+	h := &harness{t: t, be: &servertest.Backend{}, clock: &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}}
+	srv, err := server.New(cfg, server.Options{Backend: h.be, Now: h.clock.Now})
+	require.NoError(t, err)
+	h.srv = srv
+	h.hs = httptest.NewServer(srv)
+	t.Cleanup(func() {
+		h.hs.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		require.NoError(t, srv.Close(ctx))
+	})
+	return h
+}
+
+// call POSTs body (a string or a value to encode) with key and returns status and body.
+func (h *harness) call(key, method, endpoint string, body any, headers ...string) (int, []byte) {
+	h.t.Helper()
+	var rd io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		rd = bytes.NewBufferString(b)
+	case []byte:
+		rd = bytes.NewReader(b)
+	default:
+		enc, err := json.Marshal(b)
+		require.NoError(h.t, err)
+		rd = bytes.NewReader(enc)
+	}
+	req, err := http.NewRequest(method, h.hs.URL+"/api/v1/"+endpoint, rd)
+	require.NoError(h.t, err)
+	if key != "" {
+		req.Header.Set("X-API-Key", key)
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	resp, err := h.hs.Client().Do(req)
+	require.NoError(h.t, err)
+	defer resp.Body.Close()
+	out, err := io.ReadAll(resp.Body)
+	require.NoError(h.t, err)
+	return resp.StatusCode, out
+}
+
+// post POSTs and requires a 200, returning the body.
+func (h *harness) post(key, endpoint string, body any, headers ...string) []byte {
+	h.t.Helper()
+	status, out := h.call(key, http.MethodPost, endpoint, body, headers...)
+	require.Equal(h.t, http.StatusOK, status, "%s: %s", endpoint, out)
+	return out
+}
+
+// submit POSTs a call answered with a future and returns its request id.
+func (h *harness) submit(key, endpoint string, body any, headers ...string) string {
+	h.t.Helper()
+	f, err := wire.DecodeUntypedAPIFuture(h.post(key, endpoint, body, headers...))
+	require.NoError(h.t, err)
+	return f.RequestID
+}
+
+// result polls request id until it is done and returns the raw result.
+func (h *harness) result(key, id string) wire.FutureResult {
+	h.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		r, err := wire.DecodeFutureResult(h.post(key, "retrieve_future", map[string]string{"request_id": id}))
+		require.NoError(h.t, err)
+		if r.TryAgain == nil {
+			return r
+		}
+	}
+	h.t.Fatalf("request %s not done in time", id)
+	return wire.FutureResult{}
+}
+
+// ok polls id and requires success.
+func (h *harness) ok(key, id string) []byte {
+	h.t.Helper()
+	r := h.result(key, id)
+	require.Nil(h.t, r.Failed, "request %s failed: %+v", id, r.Failed)
+	return r.Result
+}
+
+func (h *harness) session(key string) string {
+	h.t.Helper()
+	r, err := wire.DecodeCreateSessionResponse(h.post(key, "create_session", `{"tags":[],"user_metadata":{},"sdk_version":"0.3.0"}`))
+	require.NoError(h.t, err)
+	return r.SessionID
+}
+
+func (h *harness) model(key, session string, seq int) string {
+	h.t.Helper()
+	id := h.submit(key, "create_model", fmt.Sprintf(`{"session_id":%q,"model_seq_id":%d,"base_model":%q,"lora_config":{"rank":8}}`, session, seq, base))
+	r, err := wire.DecodeCreateModelResponse(h.ok(key, id))
+	require.NoError(h.t, err)
+	return r.ModelID
+}
+
+func fwdBwd(model string, seq int, tokens ...int) string {
+	toks, _ := json.Marshal(tokens)
+	targets := make([]int, len(tokens))
+	for i := range tokens {
+		targets[i] = tokens[i] + 1
+	}
+	tg, _ := json.Marshal(targets)
+	return fmt.Sprintf(`{"model_id":%q,"seq_id":%d,"forward_backward_input":{"loss_fn":"cross_entropy","data":[
+		{"model_input":{"chunks":[{"tokens":%s}]},"loss_fn_inputs":{"target_tokens":{"data":%s,"dtype":"int64"}}}]}}`,
+		model, seq, toks, tg)
+}
+
+func optim(model string, seq int, lr float64) string {
+	return fmt.Sprintf(`{"model_id":%q,"seq_id":%d,"adam_params":{"learning_rate":%g}}`, model, seq, lr)
+}

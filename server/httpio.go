@@ -1,0 +1,134 @@
+package server
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/tandemrl/tandem/wire"
+)
+
+// apiError is an HTTP error answer: status and the ErrorResponse body.
+type apiError struct {
+	status int
+	body   wire.ErrorResponse
+}
+
+func (e *apiError) Error() string { return fmt.Sprintf("%d: %s", e.status, e.body.Error) }
+
+func userErr(status int, format string, args ...any) *apiError {
+	return &apiError{status: status, body: wire.ErrorResponse{Error: fmt.Sprintf(format, args...), Category: wire.ErrorCategoryUser}}
+}
+
+func serverErr(status int, format string, args ...any) *apiError {
+	return &apiError{status: status, body: wire.ErrorResponse{Error: fmt.Sprintf(format, args...), Category: wire.ErrorCategoryServer}}
+}
+
+// badRequest turns a decoding error into a 400 naming the field.
+func badRequest(err error) *apiError {
+	var fe *wire.FieldError
+	if errors.As(err, &fe) {
+		e := userErr(http.StatusBadRequest, "%s", fe.Error())
+		e.body.Field = fe.Field
+		return e
+	}
+	return userErr(http.StatusBadRequest, "%v", err)
+}
+
+func notFound(what, id string) *apiError {
+	return userErr(http.StatusNotFound, "%s %q not found (unknown, expired, or not yours)", what, id)
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status = http.StatusInternalServerError
+		b, _ = json.Marshal(wire.ErrorResponse{Error: "encode answer: " + err.Error(), Category: wire.ErrorCategoryServer})
+	}
+	writeRaw(w, status, b)
+}
+
+func writeRaw(w http.ResponseWriter, status int, b []byte) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+}
+
+func writeErr(w http.ResponseWriter, err error) {
+	var ae *apiError
+	if !errors.As(err, &ae) {
+		ae = serverErr(http.StatusInternalServerError, "%v", err)
+	}
+	if ae.status == http.StatusTooManyRequests || ae.status == http.StatusServiceUnavailable {
+		w.Header().Set("Retry-After", "1")
+	}
+	if ae.body.Category == wire.ErrorCategoryUser && ae.status < 500 {
+		// A user error never gets better by retrying (the SDK obeys this).
+		if ae.status != http.StatusTooManyRequests && ae.status != http.StatusConflict && ae.status != http.StatusRequestTimeout {
+			w.Header().Set("X-Should-Retry", "false")
+		}
+	}
+	writeJSON(w, ae.status, ae.body)
+}
+
+// readBody reads at most limit bytes of the request body.
+func readBody(r *http.Request, limit int64) ([]byte, error) {
+	b, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
+	if err != nil {
+		return nil, userErr(http.StatusBadRequest, "read body: %v", err)
+	}
+	if int64(len(b)) > limit {
+		return nil, userErr(http.StatusRequestEntityTooLarge, "body larger than %d bytes", limit)
+	}
+	return b, nil
+}
+
+// keyring checks API keys in constant time and maps each to its tenant id.
+type keyring struct {
+	keys   [][]byte
+	owners []string
+}
+
+func newKeyring(keys []string) keyring {
+	var k keyring
+	for _, key := range keys {
+		sum := sha256.Sum256([]byte(key))
+		k.keys = append(k.keys, []byte(key))
+		k.owners = append(k.owners, "key-"+hex.EncodeToString(sum[:8]))
+	}
+	return k
+}
+
+// owner returns the tenant of the request's key: X-API-Key, else
+// Authorization: Bearer.
+func (k keyring) owner(r *http.Request) (string, error) {
+	key := r.Header.Get("X-API-Key")
+	if key == "" {
+		if auth := r.Header.Get("Authorization"); auth != "" {
+			scheme, rest, _ := strings.Cut(auth, " ")
+			if !strings.EqualFold(scheme, "Bearer") {
+				return "", userErr(http.StatusUnauthorized, "Authorization scheme %q unsupported; want Bearer <key> or an X-API-Key header", scheme)
+			}
+			key = strings.TrimSpace(rest)
+		}
+	}
+	if key == "" {
+		return "", userErr(http.StatusUnauthorized, "missing API key; send X-API-Key: <key> or Authorization: Bearer <key>")
+	}
+	found := -1
+	for i, want := range k.keys {
+		if subtle.ConstantTimeCompare([]byte(key), want) == 1 {
+			found = i
+		}
+	}
+	if found < 0 {
+		return "", userErr(http.StatusUnauthorized, "API key not accepted")
+	}
+	return k.owners[found], nil
+}

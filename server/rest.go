@@ -1,0 +1,176 @@
+package server
+
+import (
+	"net/http"
+	"sort"
+	"strconv"
+
+	"github.com/tandemrl/tandem/wire"
+)
+
+// The REST listing: training runs are this server's live models; their
+// checkpoints are the saves this server recorded plus what the
+// CheckpointStore lists.
+
+func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
+	owner := ownerOf(r)
+	limit, err := queryInt(r, "limit", 20, 1, 1000)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	offset, err := queryInt(r, "offset", 0, 0, 1<<31)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	s.mu.Lock()
+	var ms []*model
+	for _, m := range s.models {
+		if m.owner == owner {
+			ms = append(ms, m)
+		}
+	}
+	s.mu.Unlock()
+	sort.Slice(ms, func(i, j int) bool {
+		return ms[i].created.Before(ms[j].created) || (ms[i].created.Equal(ms[j].created) && ms[i].id < ms[j].id)
+	})
+	out := wire.TrainingRunsResponse{TrainingRuns: []wire.TrainingRun{}, Cursor: wire.Cursor{Offset: offset, Limit: limit, TotalCount: len(ms)}}
+	for i := offset; i < len(ms) && i < offset+limit; i++ {
+		out.TrainingRuns = append(out.TrainingRuns, s.runOf(ms[i]))
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func queryInt(r *http.Request, name string, def, lo, hi int) (int, error) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < lo || n > hi {
+		return 0, userErr(http.StatusBadRequest, "query %s=%q: want an integer from %d to %d", name, v, lo, hi)
+	}
+	return n, nil
+}
+
+func (s *Server) runOf(m *model) wire.TrainingRun {
+	m.mu.Lock()
+	last := m.lastReq
+	m.mu.Unlock()
+	rank := m.lora.Rank
+	run := wire.TrainingRun{
+		TrainingRunID: m.id, BaseModel: m.base, ModelOwner: m.owner, IsLora: true,
+		LoraRank: &rank, LastRequestTime: last.UTC(),
+	}
+	for k, v := range m.meta {
+		if sv, ok := v.(string); ok {
+			if run.UserMetadata == nil {
+				run.UserMetadata = map[string]string{}
+			}
+			run.UserMetadata[k] = sv
+		}
+	}
+	for _, ck := range s.ownCheckpoints(m.owner, m.id) {
+		c := wire.CheckpointFromPath(ck.Path, ck.Created)
+		if ck.Path.Kind == wire.KindWeights {
+			run.LastCheckpoint = &c
+		} else {
+			run.LastSamplerCheckpoint = &c
+		}
+	}
+	return run
+}
+
+// ownCheckpoints lists the saves this server recorded for run, oldest first.
+func (s *Server) ownCheckpoints(owner, run string) []Checkpoint {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []Checkpoint
+	for _, oc := range s.ckpts {
+		if oc.owner == owner && oc.Path.Run == run {
+			out = append(out, oc.Checkpoint)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].Created.Equal(out[j].Created) {
+			return out[i].Created.Before(out[j].Created)
+		}
+		return out[i].Path.String() < out[j].Path.String()
+	})
+	return out
+}
+
+func (s *Server) getRun(w http.ResponseWriter, r *http.Request) {
+	m, err := s.modelFor(ownerOf(r), r.PathValue("run"))
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, s.runOf(m))
+}
+
+func (s *Server) listCheckpoints(w http.ResponseWriter, r *http.Request) {
+	owner, run := ownerOf(r), r.PathValue("run")
+	if err := wire.ValidName(run); err != nil {
+		writeErr(w, userErr(http.StatusBadRequest, "training run id: %v", err))
+		return
+	}
+	cks := s.ownCheckpoints(owner, run)
+	seen := map[string]bool{}
+	for _, ck := range cks {
+		seen[ck.Path.String()] = true
+	}
+	if s.store != nil {
+		more, err := s.store.List(r.Context(), owner, run)
+		if err != nil {
+			writeErr(w, serverErr(http.StatusBadGateway, "list checkpoints of %s: %v", run, err))
+			return
+		}
+		for _, ck := range more {
+			if !seen[ck.Path.String()] {
+				cks = append(cks, ck)
+			}
+		}
+	}
+	s.mu.Lock()
+	m, live := s.models[run]
+	s.mu.Unlock()
+	if len(cks) == 0 && (!live || m.owner != owner) {
+		writeErr(w, notFound("training run", run))
+		return
+	}
+	out := wire.CheckpointsListResponse{Checkpoints: []wire.Checkpoint{}}
+	for _, ck := range cks {
+		out.Checkpoints = append(out.Checkpoints, wire.CheckpointFromPath(ck.Path, ck.Created))
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// archive answers 302 to a download URL, as the SDK expects
+// (resources/weights.py get_checkpoint_archive_url).
+func (s *Server) archive(w http.ResponseWriter, r *http.Request) {
+	owner := ownerOf(r)
+	p, err := wire.ParseTinkerPath(wire.TinkerScheme + r.PathValue("run") + "/" + r.PathValue("kind") + "/" + r.PathValue("name"))
+	if err != nil {
+		writeErr(w, badRequest(err))
+		return
+	}
+	if _, err := s.resolve(r.Context(), owner, p); err != nil {
+		writeErr(w, err)
+		return
+	}
+	linker, ok := s.store.(ArchiveLinker)
+	if !ok {
+		writeErr(w, userErr(http.StatusNotFound, "checkpoint %s exists but archive download is not available: this server has no checkpoint store", p))
+		return
+	}
+	url, expires, err := linker.ArchiveURL(r.Context(), owner, p)
+	if err != nil {
+		writeErr(w, serverErr(http.StatusBadGateway, "archive URL of %s: %v", p, err))
+		return
+	}
+	w.Header().Set("Location", url)
+	w.Header().Set("Expires", expires.UTC().Format(http.TimeFormat))
+	w.WriteHeader(http.StatusFound)
+}

@@ -1,0 +1,235 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+
+	"github.com/tandemrl/tandem/policy"
+	"github.com/tandemrl/tandem/rl"
+	"github.com/tandemrl/tandem/wire"
+)
+
+type startFn = func(ctx context.Context) func(ctx context.Context) outcome
+
+// training runs the steps every training endpoint shares: find the model,
+// build the call (a bad body uses up its seq_id, see reject), register a
+// future and put the call in seq_id order.
+func (s *Server) training(owner, kind string, body []byte, build func(m *model) (startFn, error)) (any, error) {
+	h, err := wire.DecodeTrainingHeader(body)
+	if err != nil {
+		return nil, badRequest(err)
+	}
+	m, err := s.modelFor(owner, h.ModelID)
+	if err != nil {
+		return nil, err
+	}
+	start, err := build(m)
+	if err != nil {
+		var ae *apiError
+		if h.SeqID != nil && errors.As(err, &ae) && ae.status == http.StatusBadRequest {
+			s.reject(m, owner, kind, *h.SeqID, err)
+		}
+		return nil, err
+	}
+	f, err := s.newFuture(owner, kind)
+	if err != nil {
+		return nil, err
+	}
+	return s.submit(m, &trainOp{kind: kind, seq: h.SeqID, fut: f, start: start})
+}
+
+func (s *Server) forward(_ context.Context, owner string, body []byte) (any, error) {
+	return s.training(owner, "forward", body, func(m *model) (startFn, error) { return s.fwdBwd(m, body, true) })
+}
+
+func (s *Server) forwardBackward(_ context.Context, owner string, body []byte) (any, error) {
+	return s.training(owner, "forward_backward", body, func(m *model) (startFn, error) { return s.fwdBwd(m, body, false) })
+}
+
+func (s *Server) fwdBwd(m *model, body []byte, forward bool) (startFn, error) {
+	req, err := wire.DecodeForwardBackwardRequest(body, forward)
+	if err != nil {
+		return nil, badRequest(err)
+	}
+	spec, _ := s.modelSpec(m.base)
+	key := "forward_backward_input"
+	if forward {
+		key = "forward_input"
+	}
+	for i, d := range req.Input.Data {
+		p := fmt.Sprintf("%s.data[%d]", key, i)
+		if err := checkTokens(spec, p+".model_input", d.ModelInput.AllTokens()); err != nil {
+			return nil, err
+		}
+		if t, ok := d.LossFnInputs[rl.InputTargetTokens]; ok {
+			toks := make([]int, len(t.Ints))
+			for j, x := range t.Ints {
+				toks[j] = int(x)
+			}
+			if err := checkTokens(spec, p+".loss_fn_inputs.target_tokens", toks); err != nil {
+				return nil, err
+			}
+		}
+		if spec.MaxContextLength > 0 && d.ModelInput.Len() > spec.MaxContextLength {
+			return nil, userErr(http.StatusBadRequest, "field %s.model_input: %d tokens, more than the %d model %s takes", p, d.ModelInput.Len(), spec.MaxContextLength, spec.Name)
+		}
+	}
+	return func(ctx context.Context) func(context.Context) outcome {
+		var fut *rl.Future[rl.ForwardBackwardOutput]
+		if forward {
+			fut = m.trainer.Forward(ctx, req.Input.Data, req.Input.Loss)
+		} else {
+			fut = m.trainer.ForwardBackward(ctx, req.Input.Data, req.Input.Loss)
+		}
+		return func(ctx context.Context) outcome {
+			out, err := fut.Wait(ctx)
+			return outcome{result: wire.ForwardBackwardOutputFromRL(out), err: err}
+		}
+	}, nil
+}
+
+func (s *Server) optimStep(_ context.Context, owner string, body []byte) (any, error) {
+	return s.training(owner, "optim_step", body, func(m *model) (startFn, error) {
+		req, err := wire.DecodeOptimStepRequest(body)
+		if err != nil {
+			return nil, badRequest(err)
+		}
+		return func(ctx context.Context) func(context.Context) outcome {
+			fut := m.trainer.OptimStep(ctx, req.AdamParams)
+			return func(ctx context.Context) outcome {
+				out, err := fut.Wait(ctx)
+				if err != nil {
+					return outcome{err: err}
+				}
+				v := out.Version
+				return outcome{result: wire.OptimStepResponse{Metrics: out.Metrics}, version: &v}
+			}
+		}, nil
+	})
+}
+
+// checkpointName picks a name when the client gave none.
+func checkpointName(given string, seq *int64, prefix string) string {
+	if given != "" {
+		return given
+	}
+	if seq != nil {
+		return prefix + "-" + strconv.FormatInt(*seq, 10)
+	}
+	return prefix + "-" + newID("")
+}
+
+func (s *Server) saveWeights(_ context.Context, owner string, body []byte) (any, error) {
+	return s.training(owner, "save_weights", body, func(m *model) (startFn, error) {
+		req, err := wire.DecodeSaveWeightsRequest(body)
+		if err != nil {
+			return nil, badRequest(err)
+		}
+		path := wire.TinkerPath{Run: m.id, Kind: wire.KindWeights, Name: checkpointName(req.Path, req.SeqID, "state")}
+		return func(ctx context.Context) func(context.Context) outcome {
+			fut := m.trainer.SaveState(ctx, path.Name)
+			return func(ctx context.Context) outcome {
+				ref, err := fut.Wait(ctx)
+				if err != nil {
+					return outcome{err: err}
+				}
+				s.recordCheckpoint(owner, m, path, ref)
+				return outcome{result: wire.PathResponse{Path: path.String(), Type: "save_weights"}}
+			}
+		}, nil
+	})
+}
+
+func (s *Server) saveForSampler(_ context.Context, owner string, body []byte) (any, error) {
+	return s.training(owner, "save_weights_for_sampler", body, func(m *model) (startFn, error) {
+		req, err := wire.DecodeSaveWeightsForSamplerRequest(body)
+		if err != nil {
+			return nil, badRequest(err)
+		}
+		ephemeral := req.Path == "" && req.SamplingSessionSeqID != nil
+		if ephemeral && !s.cfg.serves(RoleSampler) {
+			return nil, userErr(http.StatusBadRequest, "field path: missing; this server's role is %s, so it cannot open a sampling session — name the checkpoint", s.cfg.Role)
+		}
+		path := wire.TinkerPath{Run: m.id, Kind: wire.KindSamplerWeights, Name: checkpointName(req.Path, req.SeqID, "sampler")}
+		return func(ctx context.Context) func(context.Context) outcome {
+			fut := m.trainer.SaveForSampler(ctx, path.Name)
+			return func(ctx context.Context) outcome {
+				ref, err := fut.Wait(ctx)
+				if err != nil {
+					return outcome{err: err}
+				}
+				ck := s.recordCheckpoint(owner, m, path, ref)
+				if !ephemeral {
+					return outcome{result: wire.PathResponse{Path: path.String(), Type: "save_weights_for_sampler"}}
+				}
+				sp := s.openSamplingSession(owner, m.session, targetOf(ck))
+				return outcome{result: wire.PathResponse{SamplingSessionID: sp.id, Type: "save_weights_for_sampler"}}
+			}
+		}, nil
+	})
+}
+
+func (s *Server) loadWeights(ctx context.Context, owner string, body []byte) (any, error) {
+	return s.training(owner, "load_weights", body, func(m *model) (startFn, error) {
+		req, err := wire.DecodeLoadWeightsRequest(body)
+		if err != nil {
+			return nil, badRequest(err)
+		}
+		p, _ := wire.ParseTinkerPath(req.Path)
+		if p.Kind != wire.KindWeights {
+			return nil, userErr(http.StatusBadRequest, "field path: %s is a sampler checkpoint; load_weights wants a weights/ checkpoint from save_weights", req.Path)
+		}
+		ck, err := s.resolve(ctx, owner, p)
+		if err != nil {
+			return nil, err
+		}
+		if ck.Base != "" && ck.Base != m.base {
+			return nil, userErr(http.StatusBadRequest, "field path: %s adapts %s, but model %s adapts %s", req.Path, ck.Base, m.id, m.base)
+		}
+		return func(ctx context.Context) func(context.Context) outcome {
+			fut := m.trainer.LoadState(ctx, ck.Ref, req.Optimizer)
+			return func(ctx context.Context) outcome {
+				if _, err := fut.Wait(ctx); err != nil {
+					return outcome{err: err}
+				}
+				v := ck.Ref.Version
+				return outcome{result: wire.PathResponse{Path: req.Path, Type: "load_weights"}, version: &v}
+			}
+		}, nil
+	})
+}
+
+// ownedCheckpoint is a checkpoint this server saved, with its tenant.
+type ownedCheckpoint struct {
+	owner string
+	Checkpoint
+}
+
+// recordCheckpoint remembers a save so it can be loaded, sampled and listed.
+func (s *Server) recordCheckpoint(owner string, m *model, p wire.TinkerPath, ref policy.Ref) Checkpoint {
+	ck := Checkpoint{Path: p, Ref: ref, Base: m.base, Created: s.now()}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.ckpts[p.String()] = ownedCheckpoint{owner: owner, Checkpoint: ck}
+	return ck
+}
+
+// resolve finds the checkpoint p names among owner's: this server's saves
+// first, then the CheckpointStore.
+func (s *Server) resolve(ctx context.Context, owner string, p wire.TinkerPath) (Checkpoint, error) {
+	s.mu.Lock()
+	oc, ok := s.ckpts[p.String()]
+	s.mu.Unlock()
+	if ok && oc.owner == owner {
+		return oc.Checkpoint, nil
+	}
+	if s.store != nil {
+		if ck, err := s.store.Resolve(ctx, owner, p); err == nil {
+			return ck, nil
+		}
+	}
+	return Checkpoint{}, notFound("checkpoint", p.String())
+}
