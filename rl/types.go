@@ -245,6 +245,9 @@ type SamplingParams struct {
 	Seed        *int64   `json:"seed,omitempty"`
 	StopStrings []string `json:"stop_strings,omitempty"`
 	StopTokens  []int    `json:"stop_tokens,omitempty"`
+	// PromptLogprobs asks for the log-prob of each prompt token as well
+	// (Tinker's prompt_logprobs / compute_logprobs).
+	PromptLogprobs bool `json:"prompt_logprobs,omitempty"`
 }
 
 // Validate checks every field's range.
