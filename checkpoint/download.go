@@ -123,7 +123,7 @@ func (s *Store) Download(ctx context.Context, src Source, opts DownloadOptions) 
 
 // fetch makes one attempt. Errors not worth retrying are wrapped with
 // backoff.Permanent.
-func (s *Store) fetch(ctx context.Context, rawURL string, want *URI, opts DownloadOptions) (Checkpoint, error) {
+func (s *Store) fetch(ctx context.Context, rawURL string, want *URI, opts DownloadOptions) (_ Checkpoint, err error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
 	if err != nil {
 		return Checkpoint{}, backoff.Permanent(fmt.Errorf("build request: %w", err))
@@ -159,7 +159,7 @@ func (s *Store) fetch(ctx context.Context, rawURL string, want *URI, opts Downlo
 	if err != nil {
 		return Checkpoint{}, backoff.Permanent(err)
 	}
-	defer os.RemoveAll(tmp) // gone already if installed
+	defer removeOnError(tmp, &err)
 	body := &boundedReader{r: resp.Body, left: opts.MaxBytes, max: opts.MaxBytes}
 	if _, err := archive.Extract(ctx, body, tmp, opts.Limits); err != nil {
 		var re *archive.ReadError
@@ -215,7 +215,7 @@ func (b *boundedReader) Read(p []byte) (int, error) {
 }
 
 // copyFrom installs a copy of the checkpoint in folder dir.
-func (s *Store) copyFrom(ctx context.Context, dir string, want *URI) (Checkpoint, error) {
+func (s *Store) copyFrom(ctx context.Context, dir string, want *URI) (_ Checkpoint, err error) {
 	src, err := OpenDir(dir)
 	if err != nil {
 		return Checkpoint{}, fmt.Errorf("checkpoint: download from volume: %w", err)
@@ -224,7 +224,7 @@ func (s *Store) copyFrom(ctx context.Context, dir string, want *URI) (Checkpoint
 	if err != nil {
 		return Checkpoint{}, err
 	}
-	defer os.RemoveAll(tmp)
+	defer removeOnError(tmp, &err)
 	for _, name := range append([]string{ManifestName}, fileNames(src.Files)...) {
 		if err := copyFile(ctx, src.Path(name), filepath.Join(tmp, filepath.FromSlash(name))); err != nil {
 			return Checkpoint{}, fmt.Errorf("checkpoint: download from volume %s: %w", dir, err)
@@ -265,4 +265,13 @@ func copyFile(ctx context.Context, src, dst string) error {
 		err = cerr
 	}
 	return err
+}
+
+// removeOnError removes the temp folder tmp if *err is set. On success tmp
+// has been renamed into place (or removed); after a panic it stays, as after
+// a crash, for Clean.
+func removeOnError(tmp string, err *error) {
+	if *err != nil {
+		_ = os.RemoveAll(tmp)
+	}
 }

@@ -206,7 +206,7 @@ func (s *Store) Clean(ctx context.Context, minAge time.Duration) (int, error) {
 			errs = append(errs, err)
 			continue
 		}
-		if now.Sub(info.ModTime()) < minAge {
+		if minAge > 0 && now.Sub(info.ModTime()) < minAge {
 			continue
 		}
 		if err := os.RemoveAll(filepath.Join(s.root, name)); err != nil {

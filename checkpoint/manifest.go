@@ -213,6 +213,9 @@ func ParseManifest(data []byte) (Manifest, error) {
 	if err := m.Validate(); err != nil {
 		return Manifest{}, err
 	}
+	if len(m.Metrics) == 0 {
+		m.Metrics = nil // "metrics": {} and an absent field mean the same
+	}
 	return m, nil
 }
 

@@ -22,6 +22,7 @@ const (
 	stepManifest = "manifest" // manifest written and fsynced
 	stepRename   = "rename"   // parent folders ready, about to rename
 	stepRenamed  = "renamed"  // renamed into place, parent not yet fsynced
+	stepTrashed  = "trashed"  // Delete: renamed out of the layout, not yet removed
 )
 
 var saveSteps = []string{stepTemp, stepWritten, stepSynced, stepManifest, stepRename, stepRenamed}

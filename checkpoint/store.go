@@ -274,6 +274,7 @@ func (s *Store) Delete(run string, kind policy.Kind, name string) error {
 	if err := syncDir(filepath.Dir(dir)); err != nil {
 		return fmt.Errorf("checkpoint: delete %s/%s/%s: %w", run, kind, name, err)
 	}
+	s.step(stepTrashed)
 	if err := os.RemoveAll(trash); err != nil {
 		return fmt.Errorf("checkpoint: delete %s/%s/%s: remove %s: %w", run, kind, name, trash, err)
 	}
