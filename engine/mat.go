@@ -1,6 +1,10 @@
 package engine
 
-import "sync"
+import (
+	"sync"
+
+	"github.com/tandemrl/tandem/engine/kernels"
+)
 
 // par runs work on up to threads goroutines (0 or 1: the calling goroutine
 // only). Work is always split over independent outputs, so results do not
@@ -46,6 +50,21 @@ func gemm[T Float](p par, transA, transB bool, m, n, k int, alpha T, a []T, lda 
 	if m == 0 || n == 0 {
 		return
 	}
+	kp := kernels.Par{Threads: p.threads}
+	switch av := any(a).(type) {
+	case []float32:
+		kp.Sgemm(transA, transB, m, n, k, float32(alpha), av, lda, any(b).([]float32), ldb, float32(beta), any(c).([]float32), ldc)
+		return
+	case []float64:
+		kp.Dgemm(transA, transB, m, n, k, float64(alpha), av, lda, any(b).([]float64), ldb, float64(beta), any(c).([]float64), ldc)
+		return
+	}
+	naiveGemm(p, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+}
+
+// naiveGemm is gemm in plain Go, for element types the kernels do not take
+// (named float types) and as the reference in tests.
+func naiveGemm[T Float](p par, transA, transB bool, m, n, k int, alpha T, a []T, lda int, b []T, ldb int, beta T, c []T, ldc int) {
 	// Rows of C are independent; aim for chunks of ≥ 64k multiply-adds.
 	minRows := max(1, (1<<16)/max(1, n*k))
 	p.forEach(m, minRows, func(lo, hi int) {
