@@ -1,0 +1,326 @@
+package rollout
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/tandemrl/tandem/reward"
+	"github.com/tandemrl/tandem/rl"
+)
+
+// ErrTooManyTurns fails an episode that did not end within MaxTurns.
+var ErrTooManyTurns = errors.New("rollout: episode exceeded its turn limit")
+
+// Retry configures retries of transient sampler errors.
+type Retry struct {
+	// Attempts is the most retries after the first try (default 5; < 0 =
+	// none).
+	Attempts int
+	// Initial and Max bound the exponential back-off (defaults 20ms, 2s).
+	Initial, Max time.Duration
+}
+
+// Runner rolls out one group at a time against the samplers. It is safe for
+// concurrent use; its counters are shared by every caller.
+type Runner struct {
+	// Samplers serve the rollouts, used round-robin (at least one).
+	Samplers []rl.Sampler
+	// Params are the run's sampling parameters.
+	Params rl.SamplingParams
+	// GroupSize is the number of trajectories per group (≥ 1).
+	GroupSize int
+	// MaxTurns bounds a multi-turn episode (0 = 64).
+	MaxTurns int
+	// Decode turns tokens into text for reward functions (nil = no text).
+	Decode func([]int) string
+	// Retry configures retries of transient sampler errors.
+	Retry Retry
+	// Tracer records a span per rollout (nil = the global provider's).
+	Tracer trace.Tracer
+
+	next    atomic.Uint64
+	samples atomic.Int64
+	retries atomic.Int64
+	panics  atomic.Int64
+	tracer  trace.Tracer
+	once    sync.Once
+}
+
+// Stats counts a Runner's work.
+type Stats struct {
+	Samples int64 // trajectories produced
+	Retries int64 // sampler calls retried
+	Panics  int64 // panics recovered in user code
+}
+
+// Stats returns the counters.
+func (r *Runner) Stats() Stats {
+	return Stats{Samples: r.samples.Load(), Retries: r.retries.Load(), Panics: r.panics.Load()}
+}
+
+func (r *Runner) init() {
+	r.once.Do(func() {
+		r.tracer = r.Tracer
+		if r.tracer == nil {
+			r.tracer = otel.Tracer("github.com/tandemrl/tandem/rollout")
+		}
+	})
+}
+
+// Rollout produces the group of problem p. Its Version is the oldest
+// policy version that sampled any of its tokens; ID, Admitted and Source
+// are left for the caller. An error means no group: the sampler failed
+// (after retries), user code returned an error or panicked (a *PanicError),
+// or ctx ended.
+func (r *Runner) Rollout(ctx context.Context, p Problem) (g rl.Group, err error) {
+	r.init()
+	if len(r.Samplers) == 0 || r.GroupSize < 1 {
+		return g, fmt.Errorf("rollout: runner needs a sampler and GroupSize ≥ 1 (have %d samplers, GroupSize %d)", len(r.Samplers), r.GroupSize)
+	}
+	ctx, span := r.tracer.Start(ctx, "rollout")
+	defer func() {
+		if err != nil {
+			span.RecordError(err)
+			span.SetStatus(codes.Error, err.Error())
+		} else if span.IsRecording() {
+			span.SetAttributes(attribute.String("key", g.Key), attribute.Int64("version", int64(g.Version)))
+		}
+		span.End()
+	}()
+	s := r.Samplers[0]
+	if len(r.Samplers) > 1 {
+		s = r.Samplers[r.next.Add(1)%uint64(len(r.Samplers))]
+	}
+	if st, ok := p.(*SingleTurn); ok {
+		g, err = r.singleTurn(ctx, s, st)
+	} else {
+		g, err = r.multiTurn(ctx, s, p)
+	}
+	if err != nil {
+		var pe *PanicError
+		if errors.As(err, &pe) {
+			r.panics.Add(1)
+		}
+		return rl.Group{}, fmt.Errorf("rollout %q: %w", p.Key(), err)
+	}
+	r.samples.Add(int64(len(g.Trajectories)))
+	g.Key = p.Key()
+	return g, nil
+}
+
+// sample calls the sampler, retrying transient errors with back-off.
+func (r *Runner) sample(ctx context.Context, s rl.Sampler, prompt rl.ModelInput, n int, p rl.SamplingParams) (rl.SampleOutput, error) {
+	out, err := s.Sample(ctx, prompt, n, p)
+	if err == nil || !rl.IsTransient(err) || r.Retry.Attempts < 0 {
+		return out, err
+	}
+	eb := backoff.NewExponentialBackOff()
+	eb.InitialInterval = cmpOr(r.Retry.Initial, 20*time.Millisecond)
+	eb.MaxInterval = cmpOr(r.Retry.Max, 2*time.Second)
+	eb.MaxElapsedTime = 0
+	attempts := r.Retry.Attempts
+	if attempts == 0 {
+		attempts = 5
+	}
+	b := backoff.WithContext(backoff.WithMaxRetries(eb, uint64(attempts)), ctx)
+	err = backoff.Retry(func() error {
+		r.retries.Add(1)
+		var e error
+		out, e = s.Sample(ctx, prompt, n, p)
+		if e != nil && !rl.IsTransient(e) {
+			return backoff.Permanent(e)
+		}
+		return e
+	}, b)
+	if err != nil && ctx.Err() != nil {
+		return out, context.Cause(ctx)
+	}
+	return out, err
+}
+
+func cmpOr(d, def time.Duration) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return def
+}
+
+func (r *Runner) singleTurn(ctx context.Context, s rl.Sampler, p *SingleTurn) (rl.Group, error) {
+	n := r.GroupSize
+	out, err := r.sample(ctx, s, p.Prompt, n, r.Params)
+	if err != nil {
+		return rl.Group{}, fmt.Errorf("sample: %w", err)
+	}
+	if len(out.Sequences) != n {
+		return rl.Group{}, fmt.Errorf("sample: sampler returned %d sequences, asked for %d", len(out.Sequences), n)
+	}
+	decode := p.Decode
+	if decode == nil {
+		decode = r.Decode
+	}
+	trajs := make([]rl.Trajectory, n)
+	trans := make([]rl.Transition, n)
+	for i := range out.Sequences {
+		seq := &out.Sequences[i]
+		if len(seq.Logprobs) != len(seq.Tokens) {
+			return rl.Group{}, fmt.Errorf("sample: sequence %d has %d tokens but %d logprobs", i, len(seq.Tokens), len(seq.Logprobs))
+		}
+		sm := reward.Sample{Prompt: firstChunk(p.Prompt), Tokens: seq.Tokens, Reference: p.Reference, Truncated: seq.StopReason == rl.StopLength}
+		if decode != nil {
+			sm.Text = decode(seq.Tokens)
+		}
+		rw, err := score(ctx, p.Reward, sm)
+		if err != nil {
+			return rl.Group{}, err
+		}
+		trans[i] = rl.Transition{Observation: p.Prompt, Action: seq.Tokens, Logprobs: seq.Logprobs,
+			Reward: rw, StopReason: seq.StopReason, Version: out.Version}
+		trajs[i].Transitions = trans[i : i+1 : i+1]
+	}
+	return rl.Group{Version: out.Version, Trajectories: trajs}, nil
+}
+
+// firstChunk returns the prompt's tokens without copying when it has one
+// chunk.
+func firstChunk(m rl.ModelInput) []int {
+	if len(m.Chunks) == 1 {
+		return m.Chunks[0].Tokens
+	}
+	return m.AllTokens()
+}
+
+func score(ctx context.Context, f reward.Func, s reward.Sample) (v float64, err error) {
+	if f == nil {
+		return 0, errors.New("reward: problem has no reward function")
+	}
+	defer func() {
+		if x := recover(); x != nil {
+			err = &PanicError{Where: "reward", Value: x, Stack: debug.Stack()}
+		}
+	}()
+	v, err = f(ctx, s)
+	if err != nil {
+		err = fmt.Errorf("reward: %w", err)
+	}
+	return v, err
+}
+
+func (r *Runner) multiTurn(ctx context.Context, s rl.Sampler, p Problem) (rl.Group, error) {
+	n := r.GroupSize
+	envs, err := guard("problem.Envs", func() ([]Env, error) { return p.Envs(ctx, n) })
+	if err != nil {
+		return rl.Group{}, err
+	}
+	if len(envs) != n {
+		for _, e := range envs {
+			closeEnv(e)
+		}
+		return rl.Group{}, fmt.Errorf("problem.Envs returned %d environments, asked for %d", len(envs), n)
+	}
+	trajs := make([]rl.Trajectory, n)
+	errs := make([]error, n)
+	if n == 1 {
+		trajs[0], errs[0] = r.episode(ctx, s, envs[0])
+	} else {
+		ectx, cancel := context.WithCancel(ctx)
+		var wg sync.WaitGroup
+		for i := range envs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				trajs[i], errs[i] = r.episode(ectx, s, envs[i])
+				if errs[i] != nil {
+					cancel() // one failed episode fails the group
+				}
+			}()
+		}
+		wg.Wait()
+		cancel()
+	}
+	if err := errors.Join(errs...); err != nil {
+		return rl.Group{}, firstReal(errs)
+	}
+	g := rl.Group{Trajectories: trajs}
+	first := true
+	for i := range trajs {
+		for _, tr := range trajs[i].Transitions {
+			if first || tr.Version < g.Version {
+				g.Version, first = tr.Version, false
+			}
+		}
+	}
+	return g, nil
+}
+
+// firstReal prefers an error that is not the cancellation caused by
+// another episode's failure.
+func firstReal(errs []error) error {
+	var fallback error
+	for _, e := range errs {
+		if e == nil {
+			continue
+		}
+		if !errors.Is(e, context.Canceled) {
+			return e
+		}
+		if fallback == nil {
+			fallback = e
+		}
+	}
+	return fallback
+}
+
+func (r *Runner) episode(ctx context.Context, s rl.Sampler, env Env) (rl.Trajectory, error) {
+	defer closeEnv(env)
+	maxTurns := r.MaxTurns
+	if maxTurns <= 0 {
+		maxTurns = 64
+	}
+	var traj rl.Trajectory
+	for turn := range maxTurns {
+		var stop StopCondition
+		obs, err := guard("env.Observe", func() (rl.ModelInput, error) {
+			o, st, err := env.Observe(ctx)
+			stop = st
+			return o, err
+		})
+		if err != nil {
+			return traj, fmt.Errorf("turn %d: %w", turn, err)
+		}
+		out, err := r.sample(ctx, s, obs, 1, stop.apply(r.Params))
+		if err != nil {
+			return traj, fmt.Errorf("turn %d: sample: %w", turn, err)
+		}
+		if len(out.Sequences) != 1 {
+			return traj, fmt.Errorf("turn %d: sampler returned %d sequences, asked for 1", turn, len(out.Sequences))
+		}
+		seq := out.Sequences[0]
+		res, err := guard("env.Step", func() (StepResult, error) { return env.Step(ctx, seq.Tokens) })
+		if err != nil {
+			return traj, fmt.Errorf("turn %d: %w", turn, err)
+		}
+		traj.Transitions = append(traj.Transitions, rl.Transition{Observation: obs, Action: seq.Tokens,
+			Logprobs: seq.Logprobs, Reward: res.Reward, StopReason: seq.StopReason, Version: out.Version})
+		for k, v := range res.Metrics {
+			if traj.Metrics == nil {
+				traj.Metrics = make(map[string]float64)
+			}
+			traj.Metrics[k] += v
+		}
+		if res.Done {
+			return traj, nil
+		}
+	}
+	return traj, fmt.Errorf("%w (%d turns)", ErrTooManyTurns, maxTurns)
+}

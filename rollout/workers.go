@@ -1,0 +1,134 @@
+package rollout
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync/atomic"
+
+	"github.com/sourcegraph/conc/pool"
+
+	"github.com/tandemrl/tandem/policy"
+	"github.com/tandemrl/tandem/rl"
+)
+
+// Sink is where workers get admission and deliver groups: the replay
+// buffer (buffer.Buffer satisfies it).
+type Sink interface {
+	// Admit blocks until a rollout may start and returns the version the
+	// sampler serves.
+	Admit(ctx context.Context) (policy.Version, error)
+	// Put delivers a group; on error the group is not accepted and its
+	// admission is released.
+	Put(ctx context.Context, g rl.Group) error
+	// Fail releases the admission of a rollout that produced no group.
+	Fail(admitted policy.Version)
+}
+
+// ErrTooManyFailures stops the workers after FailureLimit rollouts in a row
+// failed.
+var ErrTooManyFailures = errors.New("rollout: too many rollouts failed in a row")
+
+// Workers is the bounded pool of rollout goroutines. Each worker repeats:
+// admission from the Sink, a problem from the Dataset, a rollout by the
+// Runner, delivery to the Sink.
+type Workers struct {
+	// N is the number of worker goroutines (≥ 1).
+	N       int
+	Runner  *Runner
+	Dataset Dataset
+	Sink    Sink
+	// FailureLimit stops the pool with ErrTooManyFailures after this many
+	// consecutive failed rollouts (0 = 100).
+	FailureLimit int
+	// OnFailure, if set, sees every failed rollout's error (from the
+	// worker's goroutine; it must not block).
+	OnFailure func(error)
+
+	ids      atomic.Uint64
+	failures atomic.Int64
+	failed   atomic.Int64
+	inFlight atomic.Int64
+	peak     atomic.Int64
+}
+
+// Failed returns the number of rollouts that failed.
+func (w *Workers) Failed() int64 { return w.failed.Load() }
+
+// PeakInFlight returns the largest number of rollouts that were running at
+// once.
+func (w *Workers) PeakInFlight() int64 { return w.peak.Load() }
+
+// Run starts the workers and returns when all have stopped: when the
+// dataset is exhausted (nil), the Sink stops admitting (nil), ctx ends
+// (nil: the caller knows why), or the failure limit is reached
+// (ErrTooManyFailures, and the other workers are cancelled). Every
+// goroutine it starts has ended when it returns.
+func (w *Workers) Run(ctx context.Context) error {
+	if w.N < 1 {
+		return fmt.Errorf("rollout: Workers.N is %d; must be ≥ 1", w.N)
+	}
+	p := pool.New().WithContext(ctx).WithCancelOnError().WithFirstError().WithMaxGoroutines(w.N)
+	for range w.N {
+		p.Go(w.work)
+	}
+	return p.Wait()
+}
+
+func (w *Workers) work(ctx context.Context) error {
+	limit := int64(w.FailureLimit)
+	if limit <= 0 {
+		limit = 100
+	}
+	for {
+		admitted, err := w.Sink.Admit(ctx)
+		if err != nil {
+			return nil // closed or cancelled: a clean stop
+		}
+		prob, err := w.Dataset.Next(ctx)
+		if err != nil {
+			w.Sink.Fail(admitted)
+			if errors.Is(err, io.EOF) || ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("rollout: dataset: %w", err)
+		}
+		id := w.ids.Add(1) - 1
+		if n := w.inFlight.Add(1); n > w.peak.Load() {
+			w.raisePeak(n)
+		}
+		g, err := w.Runner.Rollout(ctx, prob)
+		w.inFlight.Add(-1)
+		if err != nil {
+			w.Sink.Fail(admitted)
+			if ctx.Err() != nil {
+				return nil
+			}
+			w.failed.Add(1)
+			if w.OnFailure != nil {
+				w.OnFailure(err)
+			}
+			if w.failures.Add(1) >= limit {
+				return fmt.Errorf("%w (%d): last: %w", ErrTooManyFailures, limit, err)
+			}
+			continue
+		}
+		if w.failures.Load() != 0 {
+			w.failures.Store(0)
+		}
+		g.ID, g.Admitted, g.Source = id, admitted, prob
+		if err := w.Sink.Put(ctx, g); err != nil {
+			return nil
+		}
+	}
+}
+
+func (w *Workers) raisePeak(n int64) {
+	for {
+		p := w.peak.Load()
+		if n <= p || w.peak.CompareAndSwap(p, n) {
+			return
+		}
+	}
+}
