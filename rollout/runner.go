@@ -134,19 +134,28 @@ func (r *Runner) sample(ctx context.Context, s rl.Sampler, prompt rl.ModelInput,
 		attempts = 5
 	}
 	b := backoff.WithContext(backoff.WithMaxRetries(eb, uint64(attempts)), ctx)
-	err = backoff.Retry(func() error {
-		r.retries.Add(1)
-		var e error
-		out, e = s.Sample(ctx, prompt, n, p)
-		if e != nil && !rl.IsTransient(e) {
-			return backoff.Permanent(e)
+	b.Reset()
+	for {
+		d := b.NextBackOff()
+		if d == backoff.Stop {
+			if ctx.Err() != nil {
+				return out, context.Cause(ctx)
+			}
+			return out, fmt.Errorf("gave up after %d retries: %w", attempts, err)
 		}
-		return e
-	}, b)
-	if err != nil && ctx.Err() != nil {
-		return out, context.Cause(ctx)
+		t := time.NewTimer(d)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return out, context.Cause(ctx)
+		}
+		r.retries.Add(1)
+		out, err = s.Sample(ctx, prompt, n, p)
+		if err == nil || !rl.IsTransient(err) {
+			return out, err
+		}
 	}
-	return out, err
 }
 
 func cmpOr(d, def time.Duration) time.Duration {
