@@ -1,0 +1,237 @@
+package tinker_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/tandemrl/tandem/backend/tinker"
+	"github.com/tandemrl/tandem/policy"
+	"github.com/tandemrl/tandem/rl"
+	"github.com/tandemrl/tandem/server"
+	"github.com/tandemrl/tandem/server/servertest"
+	"github.com/tandemrl/tandem/wire"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+const (
+	apiKey = "test-key-0123456789"
+	base   = "tiny-base"
+)
+
+// env is a tandem server over the fake backend, optionally behind a
+// middleware, and a client of it.
+type env struct {
+	srv *server.Server
+	be  *servertest.Backend
+	hs  *httptest.Server
+	c   *tinker.Client
+}
+
+func newEnv(t *testing.T, wrap func(http.Handler) http.Handler, mod func(*tinker.Options)) *env {
+	t.Helper()
+	be := &servertest.Backend{}
+	srv, err := server.New(server.Config{
+		APIKeys: []string{apiKey}, PollWait: 100 * time.Millisecond,
+		Models: []server.ModelSpec{{Name: base, VocabSize: servertest.Vocab}},
+	}, server.Options{Backend: be})
+	require.NoError(t, err)
+	var h http.Handler = srv
+	if wrap != nil {
+		h = wrap(srv)
+	}
+	hs := httptest.NewServer(h)
+	opts := tinker.Options{
+		BaseURL: hs.URL, APIKey: apiKey, HTTPClient: hs.Client(),
+		RetryInitial: 5 * time.Millisecond, RetryMax: 20 * time.Millisecond, RetryMaxElapsed: 5 * time.Second,
+		PollInterval: time.Millisecond,
+	}
+	if mod != nil {
+		mod(&opts)
+	}
+	c, err := tinker.New(context.Background(), opts)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		require.NoError(t, c.Close())
+		hs.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		require.NoError(t, srv.Close(ctx))
+	})
+	return &env{srv: srv, be: be, hs: hs, c: c}
+}
+
+func datum(tokens ...int) rl.Datum {
+	targets := make([]int, len(tokens))
+	for i, t := range tokens {
+		targets[i] = t + 1
+	}
+	return rl.Datum{ModelInput: rl.Tokens(tokens), LossFnInputs: map[string]rl.TensorData{rl.InputTargetTokens: rl.IntTensor(targets)}}
+}
+
+var ce = rl.Loss{Name: rl.CrossEntropy}
+
+func TestRoundTrip(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil, nil)
+	ctx := context.Background()
+	tr, err := e.c.NewTrainer(ctx, base, wire.LoraConfig{})
+	require.NoError(t, err)
+
+	// Two steps, each forward_backward and optim_step submitted back to
+	// back before anything is waited on.
+	var fbs []*rl.Future[rl.ForwardBackwardOutput]
+	var ops []*rl.Future[rl.OptimStepOutput]
+	for range 2 {
+		fbs = append(fbs, tr.ForwardBackward(ctx, []rl.Datum{datum(1, 2, 3)}, ce))
+		ops = append(ops, tr.OptimStep(ctx, rl.AdamParams{LearningRate: 0.25}))
+	}
+	save := tr.SaveForSampler(ctx, "after-2")
+	for i := range 2 {
+		out, err := fbs[i].Wait(ctx)
+		require.NoError(t, err)
+		// theta before pass i is 0.25·3·i; logprob of target 2 follows.
+		assert.InDelta(t, servertest.LogProb(0.75*float64(i), 2), out.LossFnOutputs[0]["logprobs"].Floats[0], 1e-12)
+		st, err := ops[i].Wait(ctx)
+		require.NoError(t, err)
+		assert.Equal(t, policy.Version(i+1), st.Version)
+	}
+	ref, err := save.Wait(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, policy.Version(2), ref.Version)
+	assert.Equal(t, "tinker://"+tr.ModelID()+"/sampler_weights/after-2", ref.URI)
+	assert.Equal(t, policy.SamplerWeights, ref.Kind)
+
+	smp := e.c.NewSampler(base)
+	base0, err := smp.Sample(ctx, rl.Tokens([]int{4, 5}), 1, rl.SamplingParams{MaxTokens: 2})
+	require.NoError(t, err)
+	assert.Equal(t, policy.Version(0), base0.Version, "before Load the base model (version 0) is sampled")
+
+	require.NoError(t, smp.Load(ctx, ref))
+	seed := int64(1)
+	out, err := smp.Sample(ctx, rl.Tokens([]int{4, 5}), 3, rl.SamplingParams{MaxTokens: 3, Seed: &seed, StopTokens: []int{11}})
+	require.NoError(t, err)
+	assert.Equal(t, policy.Version(2), out.Version)
+	require.Len(t, out.Sequences, 3)
+	// Sequence i is (9 + 1 + i + j) mod Vocab; 11 is a stop token.
+	assert.Equal(t, []int{10, 11}, out.Sequences[0].Tokens)
+	assert.Equal(t, rl.StopStop, out.Sequences[0].StopReason)
+	assert.Equal(t, []int{12, 13, 14}, out.Sequences[2].Tokens)
+	assert.Equal(t, rl.StopLength, out.Sequences[2].StopReason)
+	assert.InDelta(t, servertest.LogProb(1.5, 12), out.Sequences[2].Logprobs[0], 1e-12, "the loaded version's weights")
+
+	log := e.srv.StepLog(tr.ModelID())
+	require.Len(t, log, 5)
+	for i, entry := range log {
+		assert.Equal(t, int64(i+1), entry.Seq)
+		assert.Equal(t, server.StepApplied, entry.Status)
+	}
+	assert.Equal(t, policy.Version(2), tr.Version())
+}
+
+func TestSaveAndLoadState(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil, nil)
+	ctx := context.Background()
+	a, err := e.c.NewTrainer(ctx, base, wire.LoraConfig{Rank: 4})
+	require.NoError(t, err)
+	a.ForwardBackward(ctx, []rl.Datum{datum(1)}, ce)
+	a.OptimStep(ctx, rl.AdamParams{LearningRate: 1})
+	ref, err := a.SaveState(ctx, "ckpt").Wait(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, policy.Version(1), ref.Version)
+
+	b, err := e.c.NewTrainer(ctx, base, wire.LoraConfig{Rank: 4})
+	require.NoError(t, err)
+	_, err = b.LoadState(ctx, ref, true).Wait(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, policy.Version(1), b.Version())
+	st, err := b.OptimStep(ctx, rl.AdamParams{}).Wait(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, policy.Version(2), st.Version)
+	assert.True(t, e.be.Trainer(b.ModelID()).LoadedOptimizer())
+}
+
+func TestChunkedForwardBackward(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil, nil)
+	ctx := context.Background()
+	tr, err := e.c.NewTrainer(ctx, base, wire.LoraConfig{})
+	require.NoError(t, err)
+	n := 2*tinker.MaxChunkLen + 5
+	data := make([]rl.Datum, n)
+	for i := range data {
+		data[i] = datum(i % 500)
+	}
+	out, err := tr.ForwardBackward(ctx, data, ce).Wait(ctx)
+	require.NoError(t, err)
+	require.Len(t, out.LossFnOutputs, n)
+	// loss:sum over all data = Σ −logprob = n·ln(Vocab) at theta 0.
+	assert.InDelta(t, float64(n)*-servertest.LogProb(0, 0), out.Metrics["loss:sum"], 1e-6)
+	log := e.srv.StepLog(tr.ModelID())
+	require.Len(t, log, 3, "three chunks, three seq_ids")
+	st, err := tr.OptimStep(ctx, rl.AdamParams{}).Wait(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, policy.Version(1), st.Version)
+	assert.Equal(t, int64(4), e.srv.StepLog(tr.ModelID())[3].Seq)
+}
+
+func TestFailedFutureIsRequestFailedError(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil, nil)
+	e.be.Fail = func(kind string) error {
+		if kind == "optim_step" {
+			return errors.New("diverged")
+		}
+		return nil
+	}
+	ctx := context.Background()
+	tr, err := e.c.NewTrainer(ctx, base, wire.LoraConfig{})
+	require.NoError(t, err)
+	_, err = tr.OptimStep(ctx, rl.AdamParams{}).Wait(ctx)
+	var rf *tinker.RequestFailedError
+	require.ErrorAs(t, err, &rf)
+	assert.Contains(t, rf.Message, "diverged")
+	assert.Equal(t, policy.Version(0), tr.Version(), "a failed step does not count")
+	// Later calls still go through.
+	_, err = tr.ForwardBackward(ctx, []rl.Datum{datum(1)}, ce).Wait(ctx)
+	require.NoError(t, err)
+}
+
+func TestHeartbeat(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil, func(o *tinker.Options) { o.Heartbeat = 10 * time.Millisecond })
+	require.Eventually(t, func() bool {
+		n, _, err := e.c.HeartbeatStatus()
+		return n >= 3 && err == nil
+	}, 5*time.Second, 5*time.Millisecond)
+}
+
+func TestCapabilities(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil, nil)
+	caps, err := e.c.Capabilities(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, base, caps.SupportedModels[0].ModelName)
+}
+
+func TestOptionsFromEnvironment(t *testing.T) {
+	t.Setenv(tinker.EnvBaseURL, "http://127.0.0.1:1")
+	t.Setenv(tinker.EnvAPIKey, "from-env")
+	require.NoError(t, tinker.Options{}.Validate())
+	t.Setenv(tinker.EnvAPIKey, "")
+	err := tinker.Options{}.Validate()
+	require.ErrorIs(t, err, tinker.ErrOptions)
+	assert.Contains(t, err.Error(), tinker.EnvAPIKey)
+	require.NoError(t, tinker.Options{APIKey: "explicit"}.Validate(), "an explicit option stands in for the environment")
+	t.Setenv(tinker.EnvBaseURL, "ftp://x")
+	assert.ErrorIs(t, tinker.Options{APIKey: "k"}.Validate(), tinker.ErrOptions)
+}

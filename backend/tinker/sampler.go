@@ -1,0 +1,134 @@
+package tinker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/tandemrl/tandem/policy"
+	"github.com/tandemrl/tandem/rl"
+	"github.com/tandemrl/tandem/wire"
+)
+
+// Sampler samples from a Tinker-compatible server through a sampling
+// session; it implements rl.Sampler. Safe for concurrent use: calls run in
+// parallel, each on the session current when it started.
+type Sampler struct {
+	c    *Client
+	base string
+
+	mu      sync.Mutex
+	session string      // sampling_session_id; empty until first use
+	ref     *policy.Ref // what the session serves; nil for the base model
+	seq     int64       // next seq_id in the session
+}
+
+var _ rl.Sampler = (*Sampler)(nil)
+
+// maxExpiredRetries bounds how often a sample whose future expired (410)
+// is sent again; the SDK retries it as a transient error.
+const maxExpiredRetries = 3
+
+// Load opens a sampling session on ref (a tinker://…/sampler_weights/…
+// path) for calls that start after Load returns.
+func (s *Sampler) Load(ctx context.Context, ref policy.Ref) error {
+	if _, err := wire.ParseTinkerPath(ref.URI); err != nil {
+		return err
+	}
+	id, err := s.open(ctx, wire.CreateSamplingSessionRequest{ModelPath: ref.URI})
+	if err != nil {
+		return fmt.Errorf("tinker: load %s: %w", ref.URI, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.session, s.ref, s.seq = id, &ref, 0
+	return nil
+}
+
+func (s *Sampler) open(ctx context.Context, req wire.CreateSamplingSessionRequest) (string, error) {
+	req.SessionID = s.c.sessionID
+	req.SamplingSessionSeqID = s.c.samplingSeq.Add(1) - 1
+	b, err := s.c.postJSON(ctx, "/api/v1/create_sampling_session", req, nil)
+	if err != nil {
+		return "", err
+	}
+	r, err := wire.DecodeCreateSamplingSessionResponse(b)
+	if err != nil {
+		return "", err
+	}
+	return r.SamplingSessionID, nil
+}
+
+// Loaded returns the ref being served, or false for the base model.
+func (s *Sampler) Loaded() (policy.Ref, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ref == nil {
+		return policy.Ref{}, false
+	}
+	return *s.ref, true
+}
+
+// next reserves a seq_id in the current session, opening a base-model
+// session on first use.
+func (s *Sampler) next(ctx context.Context) (session string, seq int64, v policy.Version, err error) {
+	s.mu.Lock()
+	if s.session == "" {
+		s.mu.Unlock()
+		id, err := s.open(ctx, wire.CreateSamplingSessionRequest{BaseModel: s.base})
+		if err != nil {
+			return "", 0, 0, fmt.Errorf("tinker: open sampling session of %s: %w", s.base, err)
+		}
+		s.mu.Lock()
+		if s.session == "" {
+			s.session = id
+		}
+	}
+	defer s.mu.Unlock()
+	seq = s.seq
+	s.seq++
+	if s.ref != nil {
+		v = s.ref.Version
+	}
+	return s.session, seq, v, nil
+}
+
+// Sample draws n completions of prompt (POST asample, then polls). The
+// output's Version is the version of the adapter the session serves.
+func (s *Sampler) Sample(ctx context.Context, prompt rl.ModelInput, n int, p rl.SamplingParams) (rl.SampleOutput, error) {
+	params, err := wire.SamplingParamsFromRL(p)
+	if err != nil {
+		return rl.SampleOutput{}, err
+	}
+	if n < 1 {
+		return rl.SampleOutput{}, fmt.Errorf("tinker: sample: n = %d, want ≥ 1", n)
+	}
+	for attempt := 0; ; attempt++ {
+		session, seq, v, err := s.next(ctx)
+		if err != nil {
+			return rl.SampleOutput{}, err
+		}
+		req := wire.SampleRequest{SamplingSessionID: session, SeqID: &seq, NumSamples: n, Prompt: prompt, SamplingParams: params}
+		id, err := s.c.submit(ctx, "asample", req, map[string]string{"X-Tinker-Sampling-Backpressure": "1"})
+		if err != nil {
+			return rl.SampleOutput{}, fmt.Errorf("tinker: sample: %w", err)
+		}
+		raw, err := s.c.poll(ctx, id)
+		if errors.Is(err, ErrFutureExpired) && attempt < maxExpiredRetries {
+			continue
+		}
+		if err != nil {
+			return rl.SampleOutput{}, fmt.Errorf("tinker: sample: %w", err)
+		}
+		r, err := wire.DecodeSampleResponse(raw)
+		if err != nil {
+			return rl.SampleOutput{}, fmt.Errorf("tinker: sample result: %w", err)
+		}
+		out := rl.SampleOutput{Version: v, Sequences: make([]rl.Sequence, len(r.Sequences))}
+		for i, sq := range r.Sequences {
+			out.Sequences[i] = rl.Sequence{Tokens: sq.Tokens, Logprobs: sq.Logprobs, StopReason: sq.StopReason}
+		}
+		return out, nil
+	}
+}

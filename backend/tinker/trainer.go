@@ -1,0 +1,305 @@
+package tinker
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tandemrl/tandem/policy"
+	"github.com/tandemrl/tandem/rl"
+	"github.com/tandemrl/tandem/wire"
+)
+
+// Chunking of forward/forward_backward batches, as the SDK does
+// (training_client.py): at most 128 datums and about 500,000 numbers per
+// request, each chunk its own seq_id, results concatenated.
+const (
+	MaxChunkLen     = 128
+	MaxChunkNumbers = 500_000
+)
+
+// Trainer drives one model of a Tinker-compatible server; it implements
+// rl.Trainer. Calls are numbered with seq_id 1, 2, 3, … in submission
+// order, sent one after another in that order, and resolved in that order.
+//
+// The ctx given to a call only matters before the call is queued: once a
+// method has returned, the call is sent and completed under the Client's
+// lifetime (so that no seq_id is left out, which would stall later calls on
+// the server); cancelling ctx stops a Wait, not the call.
+type Trainer struct {
+	c     *Client
+	model string
+	base  string
+
+	mu       sync.Mutex
+	nextSeq  int64
+	sendTail chan struct{} // closed when the previous call has been sent
+	doneTail chan struct{} // closed when the previous call has been resolved
+	version  policy.Version
+}
+
+var _ rl.Trainer = (*Trainer)(nil)
+
+func newTrainer(c *Client, model, base string) *Trainer {
+	closed := make(chan struct{})
+	close(closed)
+	return &Trainer{c: c, model: model, base: base, nextSeq: 1, sendTail: closed, doneTail: closed}
+}
+
+// ModelID returns the server's id of the model.
+func (t *Trainer) ModelID() string { return t.model }
+
+// Version returns the policy version after the calls resolved so far.
+func (t *Trainer) Version() policy.Version {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.version
+}
+
+// slot is a call's place in the order: its seq_ids and the channels that
+// chain it to the calls before and after it.
+type slot struct {
+	seqs               []int64
+	prevSent, sent     chan struct{}
+	prevDone, resolved chan struct{}
+}
+
+func (t *Trainer) reserve(n int) slot {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s := slot{prevSent: t.sendTail, sent: make(chan struct{}), prevDone: t.doneTail, resolved: make(chan struct{})}
+	for range n {
+		s.seqs = append(s.seqs, t.nextSeq)
+		t.nextSeq++
+	}
+	t.sendTail, t.doneTail = s.sent, s.resolved
+	return s
+}
+
+// waitFor blocks until ch is closed or the client closes.
+func (t *Trainer) waitFor(ch chan struct{}) error {
+	select {
+	case <-ch:
+		return nil
+	case <-t.c.ctx.Done():
+		return context.Cause(t.c.ctx)
+	}
+}
+
+// run carries one call: send each part in order, poll them, then resolve in
+// order. bodies builds part i's request for its seq_id; finish turns the raw
+// results into the value (it runs under t.mu, in call order, and may update
+// the version).
+func run[T any](t *Trainer, ctx context.Context, endpoint string, parts int,
+	bodies func(i int, seq int64) any, finish func(raws [][]byte) (T, error)) *rl.Future[T] {
+	if err := ctx.Err(); err != nil {
+		return rl.Failed[T](context.Cause(ctx))
+	}
+	s := t.reserve(parts)
+	fut := rl.NewFuture[T]()
+	t.c.goOwned(func() {
+		ids, err := t.sendAll(endpoint, s, bodies)
+		close(s.sent)
+		raws := make([][]byte, len(ids))
+		for i := 0; err == nil && i < len(ids); i++ {
+			raws[i], err = t.c.poll(t.c.ctx, ids[i])
+		}
+		if werr := t.waitFor(s.prevDone); err == nil {
+			err = werr
+		}
+		var val T
+		t.mu.Lock()
+		if err == nil {
+			val, err = finish(raws)
+		}
+		t.mu.Unlock()
+		if err != nil {
+			err = fmt.Errorf("tinker: %s (model %s, seq_id %v): %w", endpoint, t.model, s.seqs, err)
+		}
+		fut.Resolve(val, err)
+		close(s.resolved)
+	})
+	return fut
+}
+
+func (t *Trainer) sendAll(endpoint string, s slot, bodies func(int, int64) any) ([]string, error) {
+	if err := t.waitFor(s.prevSent); err != nil {
+		return nil, err
+	}
+	ids := make([]string, len(s.seqs))
+	for i, seq := range s.seqs {
+		id, err := t.c.submit(t.c.ctx, endpoint, bodies(i, seq), nil)
+		if err != nil {
+			return nil, err
+		}
+		ids[i] = id
+	}
+	return ids, nil
+}
+
+// chunks splits data as the SDK does.
+func chunks(data []rl.Datum) [][]rl.Datum {
+	var out [][]rl.Datum
+	var cur []rl.Datum
+	n := 0
+	for _, d := range data {
+		k := d.ModelInput.Len()
+		for _, v := range d.LossFnInputs {
+			k += v.Len()
+		}
+		if len(cur) > 0 && (n+k > MaxChunkNumbers || len(cur) == MaxChunkLen) {
+			out = append(out, cur)
+			cur, n = nil, 0
+		}
+		cur = append(cur, d)
+		n += k
+	}
+	if len(cur) > 0 || len(out) == 0 {
+		out = append(out, cur)
+	}
+	return out
+}
+
+func seqPtr(n int64) *int64 { return &n }
+
+func (t *Trainer) pass(ctx context.Context, data []rl.Datum, loss rl.Loss, forward bool) *rl.Future[rl.ForwardBackwardOutput] {
+	parts := chunks(data)
+	endpoint := "forward_backward"
+	if forward {
+		endpoint = "forward"
+	}
+	return run(t, ctx, endpoint, len(parts), func(i int, seq int64) any {
+		return wire.ForwardBackwardRequest{Input: wire.ForwardBackwardInput{Data: parts[i], Loss: loss}, ModelID: t.model, SeqID: seqPtr(seq), Forward: forward}
+	}, func(raws [][]byte) (rl.ForwardBackwardOutput, error) {
+		outs := make([]wire.ForwardBackwardOutput, len(raws))
+		for i, r := range raws {
+			o, err := wire.DecodeForwardBackwardOutput(r)
+			if err != nil {
+				return rl.ForwardBackwardOutput{}, err
+			}
+			outs[i] = o
+		}
+		return combine(outs), nil
+	})
+}
+
+// combine joins chunk results: outputs concatenated; metrics reduced by
+// the suffix of their name (sum, mean weighted by outputs, min, max), as
+// the SDK's chunked_fwdbwd_helpers.py does; other metrics keep the first
+// chunk's value.
+func combine(outs []wire.ForwardBackwardOutput) rl.ForwardBackwardOutput {
+	if len(outs) == 1 {
+		return outs[0].ToRL()
+	}
+	res := rl.ForwardBackwardOutput{Metrics: map[string]float64{}}
+	total := 0
+	for _, o := range outs {
+		res.LossFnOutputs = append(res.LossFnOutputs, o.LossFnOutputs...)
+		total += len(o.LossFnOutputs)
+	}
+	for k := range outs[0].Metrics {
+		_, red, _ := strings.Cut(k, ":")
+		v := outs[0].Metrics[k]
+		for i, o := range outs {
+			x := o.Metrics[k]
+			switch red {
+			case "sum":
+				if i > 0 {
+					v += x
+				}
+			case "mean":
+				if i == 0 {
+					v = 0
+				}
+				if total > 0 {
+					v += x * float64(len(o.LossFnOutputs)) / float64(total)
+				}
+			case "min":
+				v = min(v, x)
+			case "max":
+				v = max(v, x)
+			}
+		}
+		res.Metrics[k] = v
+	}
+	return res
+}
+
+// ForwardBackward queues a forward-backward pass.
+func (t *Trainer) ForwardBackward(ctx context.Context, data []rl.Datum, loss rl.Loss) *rl.Future[rl.ForwardBackwardOutput] {
+	return t.pass(ctx, data, loss, false)
+}
+
+// Forward queues a forward pass.
+func (t *Trainer) Forward(ctx context.Context, data []rl.Datum, loss rl.Loss) *rl.Future[rl.ForwardBackwardOutput] {
+	return t.pass(ctx, data, loss, true)
+}
+
+// OptimStep queues an optimizer step; its output carries the version after it.
+func (t *Trainer) OptimStep(ctx context.Context, p rl.AdamParams) *rl.Future[rl.OptimStepOutput] {
+	if err := p.Validate(); err != nil {
+		return rl.Failed[rl.OptimStepOutput](err)
+	}
+	return run(t, ctx, "optim_step", 1, func(_ int, seq int64) any {
+		return wire.OptimStepRequest{AdamParams: p, ModelID: t.model, SeqID: seqPtr(seq)}
+	}, func(raws [][]byte) (rl.OptimStepOutput, error) {
+		r, err := wire.DecodeOptimStepResponse(raws[0])
+		if err != nil {
+			return rl.OptimStepOutput{}, err
+		}
+		t.version++
+		return rl.OptimStepOutput{Version: t.version, Metrics: r.Metrics}, nil
+	})
+}
+
+func (t *Trainer) save(ctx context.Context, name string, kind policy.Kind) *rl.Future[policy.Ref] {
+	if err := wire.ValidName(name); err != nil {
+		return rl.Failed[policy.Ref](fmt.Errorf("tinker: checkpoint %w", err))
+	}
+	endpoint := "save_weights"
+	if kind == policy.SamplerWeights {
+		endpoint = "save_weights_for_sampler"
+	}
+	return run(t, ctx, endpoint, 1, func(_ int, seq int64) any {
+		if kind == policy.SamplerWeights {
+			return wire.SaveWeightsForSamplerRequest{ModelID: t.model, Path: name, SeqID: seqPtr(seq)}
+		}
+		return wire.SaveWeightsRequest{ModelID: t.model, Path: name, SeqID: seqPtr(seq)}
+	}, func(raws [][]byte) (policy.Ref, error) {
+		r, err := wire.DecodePathResponse(raws[0], true)
+		if err != nil {
+			return policy.Ref{}, err
+		}
+		return policy.Ref{Run: t.model, Version: t.version, Name: name, URI: r.Path, Kind: kind, Created: time.Now()}, nil
+	})
+}
+
+// SaveForSampler saves the adapter for samplers; the Ref's URI is the
+// tinker://<model>/sampler_weights/<name> path the server answered.
+func (t *Trainer) SaveForSampler(ctx context.Context, name string) *rl.Future[policy.Ref] {
+	return t.save(ctx, name, policy.SamplerWeights)
+}
+
+// SaveState saves adapter and optimizer state (the SDK's save_state).
+func (t *Trainer) SaveState(ctx context.Context, name string) *rl.Future[policy.Ref] {
+	return t.save(ctx, name, policy.State)
+}
+
+// LoadState loads a state saved by SaveState (ref.URI a tinker:// weights
+// path); the version becomes ref.Version.
+func (t *Trainer) LoadState(ctx context.Context, ref policy.Ref, withOptimizer bool) *rl.Future[struct{}] {
+	if _, err := wire.ParseTinkerPath(ref.URI); err != nil {
+		return rl.Failed[struct{}](err)
+	}
+	return run(t, ctx, "load_weights", 1, func(_ int, seq int64) any {
+		return wire.LoadWeightsRequest{ModelID: t.model, Path: ref.URI, Optimizer: withOptimizer, SeqID: seqPtr(seq)}
+	}, func(raws [][]byte) (struct{}, error) {
+		if _, err := wire.DecodePathResponse(raws[0], false); err != nil {
+			return struct{}{}, err
+		}
+		t.version = ref.Version
+		return struct{}{}, nil
+	})
+}

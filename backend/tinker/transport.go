@@ -1,0 +1,289 @@
+package tinker
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+
+	"github.com/tandemrl/tandem/wire"
+)
+
+// StatusError is a non-2xx answer. Message, Category and Field come from
+// the body when it is an error object; otherwise Message is the raw body.
+type StatusError struct {
+	Method, Path string
+	Status       int
+	Message      string
+	Category     string
+	Field        string
+	retryAfter   time.Duration
+	shouldRetry  string // X-Should-Retry: "true", "false" or ""
+}
+
+func (e *StatusError) Error() string {
+	return fmt.Sprintf("tinker: %s %s: %d %s: %s", e.Method, e.Path, e.Status, http.StatusText(e.Status), e.Message)
+}
+
+// Retryable reports whether the SDK would retry this answer: the server's
+// X-Should-Retry when given, else 408, 409, 429 and 5xx
+// (_base_client.py _should_retry).
+func (e *StatusError) Retryable() bool {
+	switch e.shouldRetry {
+	case "true":
+		return true
+	case "false":
+		return false
+	}
+	return retryableStatus(e.Status)
+}
+
+func retryableStatus(s int) bool {
+	return s == http.StatusRequestTimeout || s == http.StatusConflict || s == http.StatusTooManyRequests || s >= 500
+}
+
+// ConnError is a request that got no HTTP answer (refused, reset, timed out).
+type ConnError struct {
+	Method, Path string
+	Err          error
+}
+
+func (e *ConnError) Error() string { return fmt.Sprintf("tinker: %s %s: %v", e.Method, e.Path, e.Err) }
+func (e *ConnError) Unwrap() error { return e.Err }
+
+// RequestFailedError is a call whose future resolved to {error, category}.
+type RequestFailedError struct {
+	RequestID string
+	Message   string
+	Category  string // user, server or unknown
+}
+
+func (e *RequestFailedError) Error() string {
+	return fmt.Sprintf("tinker: request %s failed (%s error): %s", e.RequestID, e.Category, e.Message)
+}
+
+// ErrFutureExpired reports a future the server no longer holds (410).
+var ErrFutureExpired = errors.New("tinker: future expired on the server")
+
+func newIdemKey() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return "tandem-" + hex.EncodeToString(b[:])
+}
+
+// hintedBackOff is exponential backoff that obeys a server's Retry-After
+// when it is reasonable (0 < d ≤ 60 s), as the SDK does.
+type hintedBackOff struct {
+	backoff.BackOff
+	hint time.Duration
+}
+
+func (h *hintedBackOff) NextBackOff() time.Duration {
+	next := h.BackOff.NextBackOff()
+	if next == backoff.Stop {
+		return next
+	}
+	if h.hint > 0 {
+		next, h.hint = h.hint, 0
+	}
+	return next
+}
+
+func (c *Client) newBackOff(ctx context.Context) *hintedBackOff {
+	eb := backoff.NewExponentialBackOff(
+		backoff.WithInitialInterval(c.opts.RetryInitial),
+		backoff.WithMaxInterval(c.opts.RetryMax),
+		backoff.WithMaxElapsedTime(c.opts.RetryMaxElapsed),
+		backoff.WithMultiplier(2),
+		backoff.WithRandomizationFactor(0.25),
+	)
+	return &hintedBackOff{BackOff: backoff.WithContext(eb, ctx)}
+}
+
+// request is one API call to send.
+type request struct {
+	method  string
+	path    string // after the base URL, e.g. "/api/v1/optim_step"
+	body    []byte
+	idemKey string
+	headers map[string]string
+	timeout time.Duration
+}
+
+// do sends r once and returns the body of a 2xx answer, a *StatusError or a
+// *ConnError.
+func (c *Client) do(ctx context.Context, r request) ([]byte, error) {
+	if r.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, r.timeout)
+		defer cancel()
+	}
+	var body io.Reader
+	if r.body != nil {
+		body = bytes.NewReader(r.body)
+	}
+	req, err := http.NewRequestWithContext(ctx, r.method, c.opts.BaseURL+r.path, body)
+	if err != nil {
+		return nil, fmt.Errorf("tinker: build request: %w", err)
+	}
+	req.Header.Set("X-API-Key", c.opts.APIKey)
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("User-Agent", "tandem-tinker/"+SDKVersion)
+	if r.body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if r.idemKey != "" {
+		req.Header.Set("X-Idempotency-Key", r.idemKey)
+	}
+	for k, v := range r.headers {
+		req.Header.Set(k, v)
+	}
+	resp, err := c.opts.HTTPClient.Do(req)
+	if err != nil {
+		return nil, &ConnError{Method: r.method, Path: r.path, Err: err}
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
+	if err != nil {
+		return nil, &ConnError{Method: r.method, Path: r.path, Err: err}
+	}
+	if resp.StatusCode/100 == 2 {
+		return b, nil
+	}
+	se := &StatusError{Method: r.method, Path: r.path, Status: resp.StatusCode, Message: string(b), shouldRetry: resp.Header.Get("X-Should-Retry")}
+	var er wire.ErrorResponse
+	if json.Unmarshal(b, &er) == nil && er.Error != "" {
+		se.Message, se.Category, se.Field = er.Error, er.Category, er.Field
+	}
+	if s, err := strconv.ParseFloat(resp.Header.Get("Retry-After"), 64); err == nil && s > 0 && s <= 60 {
+		se.retryAfter = time.Duration(s * float64(time.Second))
+	}
+	return nil, se
+}
+
+// maxAnswer bounds the answer body a client reads.
+const maxAnswer = 1 << 30
+
+// send does r with the SDK's retries: connection errors and retryable
+// statuses are retried with exponential backoff until RetryMaxElapsed; the
+// idempotency key stays the same across attempts.
+func (c *Client) send(ctx context.Context, r request) ([]byte, error) {
+	bo := c.newBackOff(ctx)
+	return backoff.RetryWithData(func() ([]byte, error) {
+		b, err := c.do(ctx, r)
+		if err == nil {
+			return b, nil
+		}
+		if ctx.Err() != nil {
+			return nil, backoff.Permanent(err)
+		}
+		var se *StatusError
+		if errors.As(err, &se) {
+			if !se.Retryable() {
+				return nil, backoff.Permanent(err)
+			}
+			bo.hint = se.retryAfter
+		}
+		c.retries.Add(1)
+		return nil, err
+	}, bo)
+}
+
+// postJSON encodes v and sends it with retries.
+func (c *Client) postJSON(ctx context.Context, path string, v any, headers map[string]string) ([]byte, error) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("tinker: encode %s: %w", path, err)
+	}
+	return c.send(ctx, request{method: http.MethodPost, path: path, body: body, idemKey: newIdemKey(), headers: headers})
+}
+
+// submit posts a call answered with a future and returns its request id.
+func (c *Client) submit(ctx context.Context, endpoint string, v any, headers map[string]string) (string, error) {
+	b, err := c.postJSON(ctx, "/api/v1/"+endpoint, v, headers)
+	if err != nil {
+		return "", err
+	}
+	f, err := wire.DecodeUntypedAPIFuture(b)
+	if err != nil {
+		return "", fmt.Errorf("tinker: %s answer: %w", endpoint, err)
+	}
+	return f.RequestID, nil
+}
+
+// poll waits for request id's result the way the SDK's _APIFuture does:
+// try_again and 408 poll again, 5xx polls again after a pause, a
+// connection error after min(2^n, 30) s, 410 is ErrFutureExpired, and any
+// other status is an error. The result is the raw JSON of the call.
+func (c *Client) poll(ctx context.Context, id string) ([]byte, error) {
+	body, _ := json.Marshal(wire.FutureRetrieveRequest{RequestID: id})
+	connFails := 0
+	for {
+		b, err := c.do(ctx, request{method: http.MethodPost, path: "/api/v1/retrieve_future", body: body, timeout: c.opts.PollTimeout})
+		if ctx.Err() != nil {
+			return nil, context.Cause(ctx)
+		}
+		var se *StatusError
+		var ce *ConnError
+		switch {
+		case errors.As(err, &se):
+			connFails = 0
+			switch {
+			case se.Status == http.StatusRequestTimeout:
+				continue
+			case se.Status == http.StatusGone:
+				return nil, fmt.Errorf("%w: request %s: %s", ErrFutureExpired, id, se.Message)
+			case se.Status >= 500:
+				if err := sleep(ctx, c.opts.RetryInitial); err != nil {
+					return nil, err
+				}
+				continue
+			}
+			return nil, err
+		case errors.As(err, &ce):
+			d := min(time.Duration(1<<min(connFails, 5))*time.Second, 30*time.Second)
+			d = min(d, c.opts.RetryMax)
+			connFails++
+			if err := sleep(ctx, d); err != nil {
+				return nil, err
+			}
+			continue
+		case err != nil:
+			return nil, err
+		}
+		r, err := wire.DecodeFutureResult(b)
+		if err != nil {
+			return nil, fmt.Errorf("tinker: retrieve_future %s: %w", id, err)
+		}
+		switch {
+		case r.TryAgain != nil:
+			if err := sleep(ctx, c.opts.PollInterval); err != nil {
+				return nil, err
+			}
+		case r.Failed != nil:
+			return nil, &RequestFailedError{RequestID: id, Message: r.Failed.Error, Category: r.Failed.Category}
+		default:
+			return r.Result, nil
+		}
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
