@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -132,6 +133,10 @@ func (s *Store) fetch(ctx context.Context, rawURL string, want *URI, opts Downlo
 	if err != nil {
 		if ctx.Err() != nil {
 			return Checkpoint{}, backoff.Permanent(context.Cause(ctx))
+		}
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			ue.URL = redact(ue.URL) // keep the signature out of messages
 		}
 		return Checkpoint{}, err // connection-level: transient
 	}

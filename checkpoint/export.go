@@ -141,7 +141,7 @@ func renameInto(tmp, target string, overwrite bool) error {
 	if !overwrite {
 		return fmt.Errorf("%w: %s", ErrExists, target)
 	}
-	old := strings.Replace(tmp, ".tmp-", ".old-", 1)
+	old := filepath.Join(filepath.Dir(tmp), strings.Replace(filepath.Base(tmp), ".tmp-", ".old-", 1))
 	if err := os.Rename(target, old); err != nil {
 		return err
 	}

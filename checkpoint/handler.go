@@ -80,16 +80,21 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	for _, f := range ck.Files {
 		names = append(names, f.Name)
 	}
+	size, err := tarSize(ck)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
 	hdr := w.Header()
 	hdr.Set("Cache-Control", "no-store")
-	hdr.Set("Content-Disposition", fmt.Sprintf("attachment; filename=%q", name+map[bool]string{false: tarSuffix, true: tgzSuffix}[gz]))
+	suffix, ctype := tarSuffix, contentTar
 	if gz {
-		hdr.Set("Content-Type", contentGzip)
-	} else {
-		hdr.Set("Content-Type", contentTar)
-		if n, ok := tarSize(ck); ok {
-			hdr.Set("Content-Length", strconv.FormatInt(n, 10))
-		}
+		suffix, ctype = tgzSuffix, contentGzip
+	}
+	hdr.Set("Content-Type", ctype)
+	hdr.Set("Content-Disposition", fmt.Sprintf("attachment; filename=%q", name+suffix))
+	if !gz && size > 0 {
+		hdr.Set("Content-Length", strconv.FormatInt(size, 10))
 	}
 	if r.Method == http.MethodHead {
 		w.WriteHeader(http.StatusOK)
@@ -104,20 +109,31 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// tarSize returns the exact length of the uncompressed archive Write makes
-// for ck when every name fits a plain USTAR header (≤ 100 bytes).
-func tarSize(ck Checkpoint) (int64, bool) {
+// tarSize checks that every file of ck has the size its manifest records
+// (so the archive can be streamed as promised) and returns the exact length
+// of the uncompressed archive Write makes, or 0 when a name is too long for
+// a plain USTAR header (over 100 bytes) and the length is not predicted.
+func tarSize(ck Checkpoint) (int64, error) {
+	block := func(n int64) int64 { return 512 + (n+511)/512*512 }
 	mi, err := statSize(ck.Path(ManifestName))
 	if err != nil {
-		return 0, false
+		return 0, err
 	}
-	block := func(n int64) int64 { return 512 + (n+511)/512*512 }
 	total := block(mi) + 1024 // manifest entry and the two-block trailer
+	predictable := true
 	for _, f := range ck.Files {
-		if len(f.Name) > 100 {
-			return 0, false
+		n, err := statSize(ck.Path(f.Name))
+		if err != nil {
+			return 0, &CorruptError{Dir: ck.Dir, File: f.Name, Problem: err.Error()}
 		}
+		if n != f.Size {
+			return 0, &CorruptError{Dir: ck.Dir, File: f.Name, Problem: fmt.Sprintf("size %d, manifest says %d", n, f.Size)}
+		}
+		predictable = predictable && len(f.Name) <= 100
 		total += block(f.Size)
 	}
-	return total, true
+	if !predictable {
+		return 0, nil
+	}
+	return total, nil
 }

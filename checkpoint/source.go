@@ -141,3 +141,31 @@ func parseArchivePath(p string) (run string, kind policy.Kind, name string, gzip
 	}
 	return run, kind, name, gzip, nil
 }
+
+// SourceFromURL rebuilds a SourceURL from a signed archive URL alone (what a
+// person pastes into `tandem checkpoints download`): the checkpoint's
+// identity from the last three path segments and the expiry from the query.
+// Version and Size are unknown (zero) until the download's manifest tells.
+func SourceFromURL(raw string) (Source, error) {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return Source{}, fmt.Errorf("%w %q: want an http(s) checkpoint archive URL", ErrBadURI, redact(raw))
+	}
+	segs := strings.Split(u.Path, "/")
+	if len(segs) < 4 {
+		return Source{}, fmt.Errorf("%w %q: path should end in /<run>/<kind>/<name>.tar[.gz]", ErrBadURI, redact(raw))
+	}
+	run, kind, name, _, err := parseArchivePath("/" + strings.Join(segs[len(segs)-3:], "/"))
+	if err != nil {
+		return Source{}, fmt.Errorf("%w %q: %v", ErrBadURI, redact(raw), err)
+	}
+	src := Source{Kind: SourceURL, URL: raw, URI: URI{Scheme: SchemeTinker, Run: run, Kind: kind, Name: name}.String()}
+	if e := u.Query().Get("expires"); e != "" {
+		sec, err := strconv.ParseInt(e, 10, 64)
+		if err != nil {
+			return Source{}, fmt.Errorf("%w %q: expires %q is not Unix seconds", ErrBadURI, redact(raw), e)
+		}
+		src.Expires = time.Unix(sec, 0).UTC()
+	}
+	return src, nil
+}

@@ -307,6 +307,16 @@ func TestDownloadGivesUp(t *testing.T) {
 				return true
 			}
 		}, archive.ErrUnsafe, "'..'", 1},
+		{"truncated at the source", func(t *testing.T, _ *server, ck Checkpoint, _ *Source, _ *DownloadOptions) {
+			require.NoError(t, os.Truncate(ck.Path(AdapterSafetensors), 5))
+		}, nil, "HTTP 500: checkpoint: corrupt", 4},
+		{"connection refused", func(t *testing.T, _ *server, _ Checkpoint, src *Source, _ *DownloadOptions) {
+			gone := httptest.NewServer(http.NotFoundHandler())
+			gone.Close()
+			u, err := url.Parse(src.URL)
+			require.NoError(t, err)
+			src.URL = gone.URL + u.RequestURI()
+		}, nil, "connection refused", 0},
 		{"bad source kind", func(t *testing.T, _ *server, _ Checkpoint, src *Source, _ *DownloadOptions) {
 			src.Kind = "s3"
 		}, nil, `source kind "s3"`, 0},
