@@ -47,7 +47,7 @@ func (nt *net[T]) backward(a *acts[T], targets []int, coef []float64) {
 		}
 		// MLP
 		nt.lin(li, kindDown).backward(nt.p, n, bw.dx, la.h, la.lu[kindDown], bw.dh, 0, &bw.tmp)
-		swigluBack(la.g, la.u, bw.dh, bw.dg, bw.du)
+		swigluBack(nt.p, la.g, la.u, la.sg, bw.dh, bw.dg, bw.du)
 		nt.lin(li, kindGate).backward(nt.p, n, bw.dg, la.xn2, la.lu[kindGate], bw.dxn, 0, &bw.tmp)
 		nt.lin(li, kindUp).backward(nt.p, n, bw.du, la.xn2, la.lu[kindUp], bw.dxn, 1, &bw.tmp)
 		rmsnormBack(n, d, bw.dxn, la.xmid, b.MLPNorm, la.rs2, bw.dx, blockGrad(gb, func(b *Block[T]) []T { return b.MLPNorm }))

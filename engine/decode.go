@@ -42,7 +42,7 @@ func (d *decoder[T]) decodeStep(active, lastTok []int, slot int) {
 		rmsnorm(m, dim, d.x, b.MLPNorm, d.xn, rs, eps)
 		lin(b.Gate, hid, dim).apply(d.p, m, d.xn, d.g, nil)
 		lin(b.Up, hid, dim).apply(d.p, m, d.xn, d.u, nil)
-		swiglu(d.g, d.u, d.h)
+		swiglu(d.p, d.g, d.u, d.h, nil)
 		lin(b.Down, dim, hid).apply(d.p, m, d.h, d.y, nil)
 		for i := range d.x {
 			d.x[i] += d.y[i]

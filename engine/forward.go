@@ -18,11 +18,11 @@ type net[T Float] struct {
 const numKinds = int(kindUnembed) + 1
 
 // layerActs caches one block's activations for the backward pass, each
-// n×width row-major: per token 8·Dim + 3·Hidden values, plus 2 norms, plus
+// n×width row-major: per token 8·Dim + 4·Hidden values, plus 2 norms, plus
 // Heads·len attention probabilities, plus Rank per adapted projection.
 type layerActs[T Float] struct {
 	xin, xn1, q, k, v, ao, xmid, xn2 []T // n×Dim
-	g, u, h                          []T // n×Hidden
+	g, u, h, sg                      []T // n×Hidden (sg = σ(g))
 	rs1, rs2                         []T // n
 	probs                            []T // Σ Heads·len²
 	lu                               [numKinds][]T
@@ -30,9 +30,9 @@ type layerActs[T Float] struct {
 
 // acts is the workspace of one pass: the packed batch and every cached
 // activation. Buffers are reused from pass to pass. Memory for a batch of N
-// tokens in sequences of length L: about Layers·N·(8·Dim + 3·Hidden +
+// tokens in sequences of length L: about Layers·N·(8·Dim + 4·Hidden +
 // Heads·L) + N·(Vocab + 2·Dim) elements; for the default config that is about
-// 42 KiB per token in float32 (≈ 125 MiB for 3,000 tokens).
+// 50 KiB per token in float32 (≈ 150 MiB for 3,000 tokens).
 type acts[T Float] struct {
 	n       int
 	tokens  []int
@@ -177,7 +177,8 @@ func (nt *net[T]) forward(a *acts[T], seqs [][]int) {
 		la.g, la.u, la.h = grow(la.g, n*hid, false), grow(la.u, n*hid, false), grow(la.h, n*hid, false)
 		nt.lin(li, kindGate).apply(nt.p, n, la.xn2, la.g, &la.lu[kindGate])
 		nt.lin(li, kindUp).apply(nt.p, n, la.xn2, la.u, &la.lu[kindUp])
-		swiglu(la.g, la.u, la.h)
+		la.sg = grow(la.sg, n*hid, false)
+		swiglu(nt.p, la.g, la.u, la.h, la.sg)
 		nt.lin(li, kindDown).apply(nt.p, n, la.h, y, &la.lu[kindDown])
 		for i := range x {
 			x[i] += y[i]

@@ -96,20 +96,28 @@ func rmsnormBack[T Float](n, d int, dy, x, w, rs, dx, gw []T) {
 
 func sigmoid(x float64) float64 { return 1 / (1 + math.Exp(-x)) }
 
-// swiglu writes h = SiLU(g)·u elementwise.
-func swiglu[T Float](g, u, h []T) {
-	for i := range h {
-		gv := float64(g[i])
-		h[i] = T(gv*sigmoid(gv)) * u[i]
-	}
+// swiglu writes h = SiLU(g)·u elementwise and keeps σ(g) in sg for the
+// backward pass (sg may be nil when no backward follows).
+func swiglu[T Float](p par, g, u, h, sg []T) {
+	p.forEach(len(h), 4096, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			gv := float64(g[i])
+			s := sigmoid(gv)
+			if sg != nil {
+				sg[i] = T(s)
+			}
+			h[i] = T(gv*s) * u[i]
+		}
+	})
 }
 
-// swigluBack turns dh into dg and du (both overwritten).
-func swigluBack[T Float](g, u, dh, dg, du []T) {
-	for i := range dh {
-		gv := float64(g[i])
-		s := sigmoid(gv)
-		du[i] = dh[i] * T(gv*s)
-		dg[i] = dh[i] * u[i] * T(s*(1+gv*(1-s)))
-	}
+// swigluBack turns dh into dg and du (both overwritten), with sg = σ(g).
+func swigluBack[T Float](p par, g, u, sg, dh, dg, du []T) {
+	p.forEach(len(dh), 4096, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			gv, s := g[i], sg[i]
+			du[i] = dh[i] * gv * s
+			dg[i] = dh[i] * u[i] * s * (1 + gv*(1-s))
+		}
+	})
 }

@@ -126,9 +126,15 @@ func gemmRows[T Float](transA, transB bool, lo, hi, n, k int, alpha T, a []T, ld
 	}
 }
 
-// dot returns Σ x[i]·y[i] with four partial sums combined in a fixed order.
+// dot returns Σ x[i]·y[i] in an order fixed by len(x).
 func dot[T Float](x, y []T) T {
 	y = y[:len(x)]
+	switch xv := any(x).(type) {
+	case []float32:
+		return T(kernels.Sdot(xv, any(y).([]float32)))
+	case []float64:
+		return T(kernels.Ddot(xv, any(y).([]float64)))
+	}
 	var s0, s1, s2, s3 T
 	i := 0
 	for ; i+4 <= len(x); i += 4 {
@@ -146,6 +152,14 @@ func dot[T Float](x, y []T) T {
 // axpy computes y += alpha·x.
 func axpy[T Float](alpha T, x, y []T) {
 	y = y[:len(x)]
+	switch xv := any(x).(type) {
+	case []float32:
+		kernels.Saxpy(float32(alpha), xv, any(y).([]float32))
+		return
+	case []float64:
+		kernels.Daxpy(float64(alpha), xv, any(y).([]float64))
+		return
+	}
 	i := 0
 	for ; i+4 <= len(x); i += 4 {
 		y[i] += alpha * x[i]

@@ -63,10 +63,10 @@ func TestOverfitOneSequence(t *testing.T) {
 	}
 	first := loss()
 	assert.InDelta(t, math.Log(VocabSize), first, 0.2, "a fresh model is near uniform")
-	for range 40 {
+	for range 60 {
 		_, err := tr.ForwardBackward(context.Background(), data, LossSpec{Name: CrossEntropy})
 		require.NoError(t, err)
-		_, err = tr.OptimStep(AdamParams{LearningRate: 1e-2})
+		_, err = tr.OptimStep(AdamParams{LearningRate: 2e-2})
 		require.NoError(t, err)
 	}
 	last := loss()
