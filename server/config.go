@@ -44,6 +44,9 @@ type Config struct {
 	// MaxInFlight bounds unfinished futures per server; beyond it calls are
 	// answered 429. Default 256.
 	MaxInFlight int `json:"max_in_flight"`
+	// MaxResults bounds the finished results kept for retrieve_future;
+	// beyond it the oldest expire early (410). Default 4096.
+	MaxResults int `json:"max_results"`
 	// MaxSessions bounds live sessions per key; default 64.
 	MaxSessions int `json:"max_sessions"`
 	// MaxModels bounds live models per key; default 16.
@@ -82,6 +85,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxInFlight == 0 {
 		c.MaxInFlight = 256
+	}
+	if c.MaxResults == 0 {
+		c.MaxResults = 4096
 	}
 	if c.MaxSessions == 0 {
 		c.MaxSessions = 64
@@ -147,7 +153,7 @@ func (c Config) Validate() error {
 		name string
 		v    int64
 	}{
-		{"max_body_bytes", c.MaxBodyBytes}, {"max_in_flight", int64(c.MaxInFlight)},
+		{"max_body_bytes", c.MaxBodyBytes}, {"max_in_flight", int64(c.MaxInFlight)}, {"max_results", int64(c.MaxResults)},
 		{"max_sessions", int64(c.MaxSessions)}, {"max_models", int64(c.MaxModels)},
 		{"max_samplers", int64(c.MaxSamplers)}, {"session_ttl", int64(c.SessionTTL)},
 		{"future_ttl", int64(c.FutureTTL)}, {"seq_wait", int64(c.SeqWait)},

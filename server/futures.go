@@ -35,12 +35,14 @@ type futureStore struct {
 	max      int
 	running  int
 	byID     map[string]*future
+	finished []*future            // in the order they ended, to bound how many results are kept
+	keep     int                  // most finished results kept; older ones expire early
 	expired  map[string]time.Time // id → when it may be forgotten entirely
 	lastScan time.Time
 }
 
-func newFutureStore(now func() time.Time, ttl time.Duration, max int) *futureStore {
-	return &futureStore{now: now, ttl: ttl, max: max, byID: map[string]*future{}, expired: map[string]time.Time{}}
+func newFutureStore(now func() time.Time, ttl time.Duration, max, keep int) *futureStore {
+	return &futureStore{now: now, ttl: ttl, max: max, keep: keep, byID: map[string]*future{}, expired: map[string]time.Time{}}
 }
 
 func newID(prefix string) string {
@@ -74,6 +76,15 @@ func (s *futureStore) complete(f *future, body []byte) {
 	f.ended = s.now()
 	s.running--
 	close(f.done)
+	s.finished = append(s.finished, f)
+	for len(s.finished) > s.keep {
+		old := s.finished[0]
+		s.finished = s.finished[1:]
+		if s.byID[old.id] == old {
+			delete(s.byID, old.id)
+			s.expired[old.id] = f.ended.Add(s.ttl)
+		}
+	}
 }
 
 func (s *futureStore) succeed(f *future, v any) {
@@ -135,12 +146,18 @@ func (s *futureStore) sweepLocked() {
 		return
 	}
 	s.lastScan = now
-	for id, f := range s.byID {
-		if !f.ended.IsZero() && now.Sub(f.ended) > s.ttl {
-			delete(s.byID, id)
-			s.expired[id] = now.Add(s.ttl)
+	n := 0
+	for _, f := range s.finished {
+		if now.Sub(f.ended) <= s.ttl {
+			break
 		}
+		if s.byID[f.id] == f {
+			delete(s.byID, f.id)
+			s.expired[f.id] = now.Add(s.ttl)
+		}
+		n++
 	}
+	s.finished = s.finished[n:]
 	for id, until := range s.expired {
 		if now.After(until) {
 			delete(s.expired, id)

@@ -19,10 +19,11 @@ type idemStore struct {
 }
 
 type idemEntry struct {
-	done   chan struct{}
-	status int
-	body   []byte
-	at     time.Time
+	bodySum [32]byte // sha256 of the request body: a key reused for another body is refused
+	done    chan struct{}
+	status  int
+	body    []byte
+	at      time.Time
 }
 
 func newIdemStore(now func() time.Time, ttl time.Duration, max int) *idemStore {
@@ -31,7 +32,7 @@ func newIdemStore(now func() time.Time, ttl time.Duration, max int) *idemStore {
 
 // begin returns the entry for key and whether the caller owns it (is the
 // first): the owner must call finish; others wait on done and replay.
-func (s *idemStore) begin(key string) (*idemEntry, bool) {
+func (s *idemStore) begin(key string, bodySum [32]byte) (*idemEntry, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.now()
@@ -49,7 +50,7 @@ func (s *idemStore) begin(key string) (*idemEntry, bool) {
 	if e, ok := s.entries[key]; ok {
 		return e, false
 	}
-	e := &idemEntry{done: make(chan struct{}), at: now}
+	e := &idemEntry{bodySum: bodySum, done: make(chan struct{}), at: now}
 	s.entries[key] = e
 	s.order = append(s.order, key)
 	return e, true

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"net/http"
@@ -68,7 +69,7 @@ func New(cfg Config, opts Options) (*Server, error) {
 	s := &Server{
 		cfg: cfg, be: opts.Backend, store: opts.Store, now: now,
 		keys: newKeyring(cfg.APIKeys), ctx: ctx, cancel: cancel,
-		futures:  newFutureStore(now, cfg.FutureTTL, cfg.MaxInFlight),
+		futures:  newFutureStore(now, cfg.FutureTTL, cfg.MaxInFlight, cfg.MaxResults),
 		idem:     newIdemStore(now, cfg.FutureTTL, 100_000),
 		sessions: map[string]*session{}, models: map[string]*model{},
 		sampling: map[string]*samplingSession{}, samplers: map[string]*samplerEntry{},
@@ -115,7 +116,7 @@ func (s *Server) routes() {
 		writeJSON(w, http.StatusOK, wire.HealthResponse{Status: "ok"})
 	})
 	post := func(name string, role Role, h handler) {
-		m.Handle("POST "+api+name, s.endpoint(name, role, h, true))
+		m.Handle("POST "+api+name, s.endpoint(name, role, h))
 	}
 	get := func(pattern string, h http.HandlerFunc) {
 		m.Handle("GET "+api+pattern, s.authed(h))
@@ -174,7 +175,7 @@ func (s *Server) authed(h http.HandlerFunc) http.Handler {
 func ownerOf(r *http.Request) string { v, _ := r.Context().Value(ownerKey{}).(string); return v }
 
 // endpoint wraps a POST handler: key, role, bounded body, idempotency.
-func (s *Server) endpoint(name string, role Role, h handler, idempotent bool) http.Handler {
+func (s *Server) endpoint(name string, role Role, h handler) http.Handler {
 	return s.authed(func(w http.ResponseWriter, r *http.Request) {
 		if role != "" && !s.cfg.serves(role) {
 			writeErr(w, userErr(http.StatusNotFound, "%s is not served here: this server's role is %s", name, s.cfg.Role))
@@ -187,7 +188,7 @@ func (s *Server) endpoint(name string, role Role, h handler, idempotent bool) ht
 		}
 		owner := ownerOf(r)
 		key := r.Header.Get("X-Idempotency-Key")
-		if !idempotent || key == "" || name == "retrieve_future" || name == "session_heartbeat" {
+		if key == "" || name == "retrieve_future" || name == "session_heartbeat" {
 			s.answer(w, r.Context(), owner, body, h)
 			return
 		}
@@ -196,8 +197,13 @@ func (s *Server) endpoint(name string, role Role, h handler, idempotent bool) ht
 			return
 		}
 		ikey := owner + "\x00" + name + "\x00" + key
-		e, first := s.idem.begin(ikey)
+		sum := sha256.Sum256(body)
+		e, first := s.idem.begin(ikey, sum)
 		if !first {
+			if e.bodySum != sum {
+				writeErr(w, userErr(http.StatusUnprocessableEntity, "X-Idempotency-Key %q was used for a different %s body; use a new key for a new call", key, name))
+				return
+			}
 			select {
 			case <-e.done:
 				w.Header().Set("X-Idempotent-Replay", "true")

@@ -323,3 +323,29 @@ func TestConfigValidate(t *testing.T) {
 	_, err := server.New(ok, server.Options{})
 	assert.ErrorContains(t, err, "no backend")
 }
+
+func TestIdempotencyKeyReusedForAnotherBody(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil)
+	model := h.model(keyA, h.session(keyA), 0)
+	h.submit(keyA, "optim_step", optim(model, 1, 1), "X-Idempotency-Key", "k1")
+	status, body := h.call(keyA, http.MethodPost, "optim_step", optim(model, 2, 1), "X-Idempotency-Key", "k1")
+	assert.Equal(t, http.StatusUnprocessableEntity, status)
+	assert.Contains(t, string(body), "different optim_step body")
+	// Keys are per tenant: key B may use the same key for its own call.
+	modelB := h.model(keyB, h.session(keyB), 0)
+	h.submit(keyB, "optim_step", optim(modelB, 1, 1), "X-Idempotency-Key", "k1")
+}
+
+func TestResultsKeptAreBounded(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, func(c *server.Config) { c.MaxResults = 2 })
+	model := h.model(keyA, h.session(keyA), 0)
+	first := h.submit(keyA, "forward_backward", fwdBwd(model, 1, 1))
+	h.ok(keyA, first)
+	for seq := 2; seq <= 3; seq++ {
+		h.ok(keyA, h.submit(keyA, "forward_backward", fwdBwd(model, seq, 1)))
+	}
+	status, _ := h.call(keyA, http.MethodPost, "retrieve_future", fmt.Sprintf(`{"request_id":%q}`, first))
+	assert.Equal(t, http.StatusGone, status, "the oldest result made room")
+}
