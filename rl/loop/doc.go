@@ -1,0 +1,19 @@
+// Package loop is tandem's RL driver: one call wires a dataset, rollout
+// workers, the replay buffer, a learner goroutine, publication and weight
+// sync, and runs them until the step budget is spent, the data runs out, or
+// the context ends.
+//
+//	dataset ─► rollout workers ─► buffer ─► learner ─► trainer
+//	    ▲   (admitted by the gate)            │
+//	    └── requeue ◄── over-stale            └─► publish ─► weight sync ─► samplers
+//
+// MaxStaleness k = 0 gives synchronous RL (after each step nothing is
+// sampled until the samplers serve the new version); k ≥ 1 overlaps
+// sampling and training and never trains on a group more than k versions
+// old. The stale policy (pace, drop, requeue) decides what happens to a
+// group that would be older; see package buffer and sync/staleness.
+//
+// Every goroutine Run starts has ended when it returns. Groups accepted into
+// the buffer are either trained, dropped/requeued (counted), or handed back
+// in the Report at the end.
+package loop

@@ -1,0 +1,78 @@
+package loop
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+
+	"go.uber.org/goleak"
+
+	"github.com/tandemrl/tandem/reward"
+	"github.com/tandemrl/tandem/rl"
+	"github.com/tandemrl/tandem/rollout"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// ledger is a dataset that records every problem it hands out and gets
+// back, to check that nothing is lost.
+type ledger struct {
+	*rollout.SliceDataset
+	mu       sync.Mutex
+	served   map[string]int
+	requeued map[string]int
+}
+
+func newLedger(n int, epochs int) *ledger {
+	items := make([]rollout.Problem, n)
+	for i := range items {
+		items[i] = &rollout.SingleTurn{ID: fmt.Sprintf("p%04d", i), Prompt: rl.Tokens([]int{i % 97, 1, 2}),
+			Reference: fmt.Sprint(i % 2), Reward: parity}
+	}
+	return &ledger{SliceDataset: rollout.NewSliceDataset(items, 0, epochs), served: map[string]int{}, requeued: map[string]int{}}
+}
+
+// parity rewards completions whose first token's parity matches the
+// reference: about half the samples score 1.
+func parity(_ context.Context, s reward.Sample) (float64, error) {
+	if len(s.Tokens) > 0 && fmt.Sprint(s.Tokens[0]%2) == s.Reference {
+		return 1, nil
+	}
+	return 0, nil
+}
+
+func (d *ledger) Next(ctx context.Context) (rollout.Problem, error) {
+	p, err := d.SliceDataset.Next(ctx)
+	if err == nil {
+		d.mu.Lock()
+		d.served[p.Key()]++
+		d.mu.Unlock()
+	}
+	return p, err
+}
+
+func (d *ledger) Requeue(p rollout.Problem) {
+	d.mu.Lock()
+	d.requeued[p.Key()]++
+	d.mu.Unlock()
+	d.SliceDataset.Requeue(p)
+}
+
+// collector gathers observed metrics.
+type collector struct {
+	mu    sync.Mutex
+	steps []StepMetrics
+}
+
+func (c *collector) observe(m StepMetrics) {
+	c.mu.Lock()
+	c.steps = append(c.steps, m)
+	c.mu.Unlock()
+}
+
+func (c *collector) all() []StepMetrics {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]StepMetrics(nil), c.steps...)
+}

@@ -1,0 +1,254 @@
+package loop
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/sourcegraph/conc"
+
+	"github.com/tandemrl/tandem/buffer"
+	"github.com/tandemrl/tandem/policy"
+	"github.com/tandemrl/tandem/rl"
+	"github.com/tandemrl/tandem/rollout"
+	"github.com/tandemrl/tandem/sync/weights"
+)
+
+// Deps are the parts a Loop drives. Trainer, at least one Sampler and
+// Dataset are required.
+type Deps struct {
+	Trainer rl.Trainer
+	// Samplers serve rollouts round-robin; every one loads each published
+	// version, and a version counts as served when all have loaded it.
+	Samplers []rl.Sampler
+	Dataset  rollout.Dataset
+	// Algorithm turns groups into batches (nil = &rl.GroupRelative{}).
+	Algorithm rl.Algorithm
+	// Registry records published versions (nil = a new one).
+	Registry *policy.Registry
+	// Observer receives each step's metrics from its own goroutine; a slow
+	// observer never blocks the loop (metrics beyond a queue of 1024 are
+	// dropped and counted in the Report).
+	Observer func(StepMetrics)
+	// Decode turns tokens into text for reward functions (nil = no text).
+	Decode func([]int) string
+	// Logger receives watchdog warnings and rollout failures (nil =
+	// slog.Default()).
+	Logger *slog.Logger
+	// StartStep numbers the first step (a resumed run passes the step it
+	// stopped at). The starting version is the trainer's own (restore it
+	// with Trainer.LoadState before Run); the data position is the
+	// dataset's (see rollout.NewSliceDataset).
+	StartStep int
+}
+
+// Report is what a run did, returned by Loop.Report after Run.
+type Report struct {
+	// Steps is the number of learner steps completed in this run.
+	Steps int
+	// Start and Version are the trainer's version at the start and end.
+	Start, Version policy.Version
+	// Buffer counts every group: accepted, trained, dropped, requeued,
+	// drained.
+	Buffer buffer.Stats
+	// Rollout counts samples, retries and recovered panics.
+	Rollout rollout.Stats
+	// Failed counts rollouts that produced no group.
+	Failed int64
+	// PeakInFlight is the largest number of rollouts running at once.
+	PeakInFlight int64
+	// Leftover holds the groups accepted but not trained when the run
+	// ended; Unconfirmed those taken by a step the trainer did not confirm
+	// before the shutdown grace ran out. Nothing accepted is lost: every
+	// accepted group was trained, counted as dropped or requeued, or is in
+	// one of these two lists.
+	Leftover, Unconfirmed []rl.Group
+	// ObserverDropped counts metrics the observer was too slow to take.
+	ObserverDropped int64
+	Elapsed         time.Duration
+}
+
+// Loop is one configured run. Create it with New and start it with Run.
+type Loop struct {
+	cfg  rl.Config
+	deps Deps
+	tel  *telemetry
+
+	mu     sync.Mutex
+	report Report
+	ran    bool
+}
+
+// New checks cfg and deps and returns a loop ready to Run. An invalid
+// config fails here with an error naming the field and the allowed values.
+func New(cfg rl.Config, deps Deps) (*Loop, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.WithDefaults()
+	switch {
+	case deps.Trainer == nil:
+		return nil, errors.New("loop: Deps.Trainer is nil")
+	case len(deps.Samplers) == 0:
+		return nil, errors.New("loop: Deps.Samplers is empty; need at least one sampler")
+	case deps.Dataset == nil:
+		return nil, errors.New("loop: Deps.Dataset is nil")
+	}
+	for i, s := range deps.Samplers {
+		if s == nil {
+			return nil, fmt.Errorf("loop: Deps.Samplers[%d] is nil", i)
+		}
+	}
+	if deps.Algorithm == nil {
+		deps.Algorithm = &rl.GroupRelative{}
+	}
+	if deps.Registry == nil {
+		deps.Registry = &policy.Registry{}
+	}
+	if deps.Logger == nil {
+		deps.Logger = slog.Default()
+	}
+	return &Loop{cfg: cfg, deps: deps, tel: newTelemetry()}, nil
+}
+
+// Config returns the configuration with defaults applied.
+func (l *Loop) Config() rl.Config { return l.cfg }
+
+// Registry returns the registry of published versions.
+func (l *Loop) Registry() *policy.Registry { return l.deps.Registry }
+
+// Report returns what the last Run did.
+func (l *Loop) Report() Report {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.report
+}
+
+// errLearnerDone stops the other goroutines once the learner has returned.
+var errLearnerDone = errors.New("loop: learner stopped")
+
+// Run publishes the trainer's current version, starts the weight sync, the
+// rollout workers and the observer, and runs the learner until Config.Steps
+// steps are done (nil), the dataset is exhausted and no full batch remains
+// (nil), ctx ends (context.Cause(ctx)), or a part fails (its error). Every
+// goroutine it starts has ended when it returns. A Loop runs once.
+func (l *Loop) Run(ctx context.Context) (err error) {
+	l.mu.Lock()
+	if l.ran {
+		l.mu.Unlock()
+		return errors.New("loop: Run called twice")
+	}
+	l.ran = true
+	l.mu.Unlock()
+	began := time.Now()
+	cfg, deps := l.cfg, l.deps
+
+	// Publish the starting version so the samplers serve it.
+	start, err := l.publishStart(ctx)
+	if err != nil {
+		return err
+	}
+	var requeue func(rl.Group)
+	if cfg.StalePolicy == rl.Requeue {
+		requeue = func(g rl.Group) {
+			if p, ok := g.Source.(rollout.Problem); ok {
+				deps.Dataset.Requeue(p)
+			}
+		}
+	}
+	buf, err := buffer.New(buffer.FromConfig(cfg, start), requeue)
+	if err != nil {
+		return fmt.Errorf("loop: %w", err)
+	}
+	loaders := make([]weights.Loader, len(deps.Samplers))
+	for i, s := range deps.Samplers {
+		loaders[i] = s
+	}
+	syncer := &weights.Syncer{Registry: deps.Registry, Samplers: loaders, OnServed: buf.Serve,
+		Watchdog: cfg.Watchdog, Logger: deps.Logger}
+	runner := &rollout.Runner{Samplers: deps.Samplers, Params: cfg.Sampling, GroupSize: cfg.GroupSize,
+		MaxTurns: cfg.MaxTurns, Decode: deps.Decode}
+	workers := &rollout.Workers{N: cfg.Workers, Runner: runner, Dataset: deps.Dataset, Sink: buf,
+		FailureLimit: cfg.FailureLimit, OnFailure: func(err error) {
+			deps.Logger.Debug("loop: rollout failed", "err", err)
+		}}
+
+	runCtx, stopRun := context.WithCancelCause(ctx)
+	defer stopRun(nil)
+	workCtx, stopWork := context.WithCancelCause(runCtx)
+	defer stopWork(nil)
+	var obs *observerQueue
+	if deps.Observer != nil {
+		obs = newObserverQueue(deps.Observer, 1024)
+	}
+
+	var wg conc.WaitGroup
+	wg.Go(func() {
+		if err := syncer.Run(workCtx); err != nil {
+			stopRun(err)
+		}
+	})
+	wg.Go(func() {
+		if err := workers.Run(workCtx); err != nil {
+			stopRun(err)
+		}
+		buf.Close() // no more rollouts: the learner stops once no batch can be filled
+	})
+	if obs != nil {
+		wg.Go(func() { obs.run(context.WithoutCancel(ctx)) })
+	}
+
+	ln := &learner{l: l, buf: buf, syncer: syncer, runner: runner, workers: workers, obs: obs, start: start, version: start}
+	lerr := ln.run(runCtx)
+
+	// Shut down: stop admissions and rollouts, wait for every goroutine.
+	stopWork(errLearnerDone)
+	buf.Close()
+	if obs != nil {
+		obs.close()
+	}
+	wg.Wait()
+
+	rep := Report{Steps: ln.steps, Start: start, Version: ln.version, Rollout: runner.Stats(),
+		Failed: workers.Failed(), PeakInFlight: workers.PeakInFlight(),
+		Leftover: buf.Drain(), Unconfirmed: ln.unconfirmed, Elapsed: time.Since(began)}
+	rep.Buffer = buf.Stats()
+	if obs != nil {
+		rep.ObserverDropped = obs.dropped.Load()
+	}
+	l.mu.Lock()
+	l.report = rep
+	l.mu.Unlock()
+
+	switch {
+	case lerr == nil:
+		return nil
+	case ctx.Err() != nil:
+		return context.Cause(ctx)
+	case runCtx.Err() != nil && !errors.Is(context.Cause(runCtx), errLearnerDone):
+		return context.Cause(runCtx) // a worker or the weight sync failed
+	}
+	return lerr
+}
+
+// publishStart publishes the trainer's current version (unless the
+// registry already holds it) and returns it.
+func (l *Loop) publishStart(ctx context.Context) (policy.Version, error) {
+	ref, err := l.deps.Trainer.SaveForSampler(ctx, fmt.Sprintf("%s-start", l.cfg.Run)).Wait(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("loop: publish starting version: %w", err)
+	}
+	if latest, ok := l.deps.Registry.Latest(); ok && latest.Version >= ref.Version {
+		if latest.Version > ref.Version {
+			return 0, fmt.Errorf("loop: registry already holds version %d, newer than the trainer's %d", latest.Version, ref.Version)
+		}
+		return ref.Version, nil
+	}
+	if err := l.deps.Registry.Publish(ref); err != nil {
+		return 0, fmt.Errorf("loop: %w", err)
+	}
+	return ref.Version, nil
+}

@@ -1,0 +1,107 @@
+package loop
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tandemrl/tandem/backend/sim"
+	"github.com/tandemrl/tandem/policy"
+	"github.com/tandemrl/tandem/rl"
+)
+
+func TestSyncRunZeroStalenessZeroGap(t *testing.T) {
+	t.Parallel()
+	tr := sim.NewTrainer(sim.TrainerConfig{})
+	s := sim.NewSampler(sim.SamplerConfig{Tokens: 4})
+	var c collector
+	l, err := New(rl.Config{GroupsPerBatch: 4, GroupSize: 4, Steps: 10},
+		Deps{Trainer: tr, Samplers: []rl.Sampler{s}, Dataset: newLedger(1000, 1), Observer: c.observe})
+	require.NoError(t, err)
+	require.NoError(t, l.Run(context.Background()))
+	rep := l.Report()
+	assert.Equal(t, 10, rep.Steps)
+	assert.Equal(t, policy.Version(10), rep.Version)
+	steps := c.all()
+	require.Len(t, steps, 10)
+	for i, m := range steps {
+		assert.Equal(t, i, m.Step)
+		assert.Equal(t, policy.Version(i+1), m.Version)
+		assert.Equal(t, []int{4}, m.Staleness, "k=0: every group fresh")
+		assert.True(t, m.LogprobGapValid)
+		assert.Zero(t, m.LogprobGap, "sampler and trainer at the same version agree")
+		assert.Equal(t, 16, m.Samples)
+		assert.Equal(t, 64, m.Tokens)
+		assert.Equal(t, policy.Version(i+1), m.Served, "k=0 waits for the sampler")
+	}
+	assert.Equal(t, int64(0), rep.Buffer.Dropped)
+}
+
+// TestStaleSamplerShowsGap: a sampler that never loads new weights (the
+// classic silent weight-sync bug) shows as a log-prob gap.
+func TestStaleSamplerShowsGap(t *testing.T) {
+	t.Parallel()
+	tr := sim.NewTrainer(sim.TrainerConfig{})
+	s := &neverLoads{Sampler: sim.NewSampler(sim.SamplerConfig{Tokens: 4})}
+	var c collector
+	l, err := New(rl.Config{GroupsPerBatch: 2, GroupSize: 2, Steps: 3, MaxStaleness: 100, StalePolicy: rl.Drop},
+		Deps{Trainer: tr, Samplers: []rl.Sampler{s}, Dataset: newLedger(1000, 1), Observer: c.observe})
+	require.NoError(t, err)
+	require.NoError(t, l.Run(context.Background()))
+	steps := c.all()
+	require.Len(t, steps, 3)
+	assert.Zero(t, steps[0].LogprobGap)
+	assert.Greater(t, steps[2].LogprobGap, 0.1)
+}
+
+type neverLoads struct{ *sim.Sampler }
+
+func (neverLoads) Load(context.Context, policy.Ref) error { return nil }
+
+func TestInvalidConfigFailsAtConstruction(t *testing.T) {
+	t.Parallel()
+	deps := Deps{Trainer: sim.NewTrainer(sim.TrainerConfig{}), Samplers: []rl.Sampler{sim.NewSampler(sim.SamplerConfig{})}, Dataset: newLedger(1, 1)}
+	tests := []struct {
+		name string
+		cfg  rl.Config
+		want []string
+	}{
+		{"negative staleness", rl.Config{GroupsPerBatch: 1, GroupSize: 1, MaxStaleness: -1}, []string{"MaxStaleness", "-1", "≥ 0"}},
+		{"group size 0", rl.Config{GroupsPerBatch: 1, GroupSize: 0}, []string{"GroupSize", "0", "at least 1"}},
+		{"batch larger than buffer", rl.Config{GroupsPerBatch: 8, GroupSize: 1, BufferLimit: 4}, []string{"BufferLimit", "4", "GroupsPerBatch 8"}},
+		{"unknown policy", rl.Config{GroupsPerBatch: 1, GroupSize: 1, StalePolicy: "evict"}, []string{"StalePolicy", `"evict"`, "pace, drop, requeue"}},
+		{"unknown correction", rl.Config{GroupsPerBatch: 1, GroupSize: 1, Correction: "clip"}, []string{"Correction", "none, tis, decoupled"}},
+		{"substeps", rl.Config{GroupsPerBatch: 3, GroupSize: 1, Substeps: 2}, []string{"Substeps", "divide"}},
+		{"bad adam", rl.Config{GroupsPerBatch: 1, GroupSize: 1, Adam: rl.AdamParams{Beta1: 1.5}}, []string{"Adam", "beta1"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := New(tt.cfg, deps)
+			require.ErrorIs(t, err, rl.ErrConfig)
+			for _, w := range tt.want {
+				assert.Contains(t, err.Error(), w)
+			}
+		})
+	}
+	_, err := New(rl.Config{GroupsPerBatch: 1, GroupSize: 1}, Deps{})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "Trainer")
+}
+
+func TestDatasetExhaustionEndsRun(t *testing.T) {
+	t.Parallel()
+	l, err := New(rl.Config{GroupsPerBatch: 4, GroupSize: 2, MaxStaleness: 1},
+		Deps{Trainer: sim.NewTrainer(sim.TrainerConfig{}), Samplers: []rl.Sampler{sim.NewSampler(sim.SamplerConfig{})}, Dataset: newLedger(30, 1)})
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	require.NoError(t, l.Run(ctx))
+	rep := l.Report()
+	assert.Equal(t, 7, rep.Steps, "30 prompts make 7 full batches of 4")
+	assert.Len(t, rep.Leftover, 2)
+	assert.Equal(t, int64(30), rep.Buffer.Accepted)
+}
