@@ -74,6 +74,45 @@ func TestOverfitOneSequence(t *testing.T) {
 	assert.Less(t, last, first/4)
 }
 
+func TestFullParameterTraining(t *testing.T) {
+	t.Parallel()
+	base, err := NewModel[float32](smallConfig(), 4)
+	require.NoError(t, err)
+	tr, err := NewTrainer(base, LoraConfig{}, TrainerOptions{Threads: 2, Full: true})
+	require.NoError(t, err)
+	assert.Equal(t, base.NumParams(), tr.NumTrainable())
+	assert.Nil(t, tr.Adapter())
+	data := []Example{textExample(t, "What is 12 + 35? 47\n")}
+	var first, last float64
+	for i := range 30 {
+		out, err := tr.ForwardBackward(context.Background(), data, LossSpec{Name: CrossEntropy})
+		require.NoError(t, err)
+		if i == 0 {
+			first = out.Metrics["loss:sum"]
+		}
+		last = out.Metrics["loss:sum"]
+		_, err = tr.OptimStep(AdamParams{LearningRate: 1e-2})
+		require.NoError(t, err)
+	}
+	t.Logf("full-parameter loss %.2f → %.2f", first, last)
+	assert.Less(t, last, first/4)
+	assert.NotEqual(t, base.Embed, tr.Model().Embed, "embedding trained")
+	assert.NotEqual(t, base.FinalNorm, tr.Model().FinalNorm, "norms trained")
+	assert.Error(t, tr.SaveAdapter(t.TempDir()), "no adapter in full mode")
+}
+
+func TestForwardBackwardHonoursContext(t *testing.T) {
+	t.Parallel()
+	base, err := NewModel[float32](smallConfig(), 4)
+	require.NoError(t, err)
+	tr, err := NewTrainer(base, DefaultLoraConfig(), TrainerOptions{})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err = tr.ForwardBackward(ctx, []Example{textExample(t, "hi")}, LossSpec{Name: CrossEntropy})
+	assert.ErrorIs(t, err, context.Canceled)
+}
+
 func TestAdamMatchesNaiveReference(t *testing.T) {
 	t.Parallel()
 	tr := newTestTrainer(t, DefaultLoraConfig(), false)
