@@ -40,6 +40,9 @@ var saveSteps = []string{stepTemp, stepWritten, stepSynced, stepManifest, stepRe
 // never listed. A panic in write is returned as an error with its stack.
 // Cost: write's, plus one read of every byte written.
 func (s *Store) Save(ctx context.Context, meta Meta, write func(dir string) error) (ck Checkpoint, err error) {
+	if err := ctx.Err(); err != nil {
+		return Checkpoint{}, fmt.Errorf("checkpoint: save: %w", context.Cause(ctx))
+	}
 	if meta.Created.IsZero() {
 		meta.Created = s.now().UTC()
 	}
