@@ -49,12 +49,18 @@ type Workers struct {
 	ids      atomic.Uint64
 	failures atomic.Int64
 	failed   atomic.Int64
+	dropped  atomic.Int64
 	inFlight atomic.Int64
 	peak     atomic.Int64
 }
 
 // Failed returns the number of rollouts that failed.
 func (w *Workers) Failed() int64 { return w.failed.Load() }
+
+// Abandoned returns the number of problems taken from the dataset whose
+// rollout was cut short by cancellation (or whose group the Sink refused
+// because ctx ended): neither failed nor delivered.
+func (w *Workers) Abandoned() int64 { return w.dropped.Load() }
 
 // PeakInFlight returns the largest number of rollouts that were running at
 // once.
@@ -103,6 +109,7 @@ func (w *Workers) work(ctx context.Context) error {
 		if err != nil {
 			w.Sink.Fail(admitted)
 			if ctx.Err() != nil {
+				w.dropped.Add(1)
 				return nil
 			}
 			w.failed.Add(1)
@@ -119,6 +126,7 @@ func (w *Workers) work(ctx context.Context) error {
 		}
 		g.ID, g.Admitted, g.Source = id, admitted, prob
 		if err := w.Sink.Put(ctx, g); err != nil {
+			w.dropped.Add(1)
 			return nil
 		}
 	}

@@ -56,8 +56,9 @@ type Report struct {
 	Buffer buffer.Stats
 	// Rollout counts samples, retries and recovered panics.
 	Rollout rollout.Stats
-	// Failed counts rollouts that produced no group.
-	Failed int64
+	// Failed counts rollouts that produced no group; Abandoned those cut
+	// short by shutdown.
+	Failed, Abandoned int64
 	// PeakInFlight is the largest number of rollouts running at once.
 	PeakInFlight int64
 	// Leftover holds the groups accepted but not trained when the run
@@ -213,7 +214,7 @@ func (l *Loop) Run(ctx context.Context) (err error) {
 	wg.Wait()
 
 	rep := Report{Steps: ln.steps, Start: start, Version: ln.version, Rollout: runner.Stats(),
-		Failed: workers.Failed(), PeakInFlight: workers.PeakInFlight(),
+		Failed: workers.Failed(), Abandoned: workers.Abandoned(), PeakInFlight: workers.PeakInFlight(),
 		Leftover: buf.Drain(), Unconfirmed: ln.unconfirmed, Elapsed: time.Since(began)}
 	rep.Buffer = buf.Stats()
 	if obs != nil {
