@@ -68,11 +68,11 @@ func writeErr(w http.ResponseWriter, err error) {
 	if ae.status == http.StatusTooManyRequests || ae.status == http.StatusServiceUnavailable {
 		w.Header().Set("Retry-After", "1")
 	}
-	if ae.body.Category == wire.ErrorCategoryUser && ae.status < 500 {
-		// A user error never gets better by retrying (the SDK obeys this).
-		if ae.status != http.StatusTooManyRequests && ae.status != http.StatusConflict && ae.status != http.StatusRequestTimeout {
-			w.Header().Set("X-Should-Retry", "false")
-		}
+	if ae.body.Category == wire.ErrorCategoryUser && ae.status < 500 &&
+		ae.status != http.StatusTooManyRequests && ae.status != http.StatusRequestTimeout {
+		// A user error never gets better by retrying; the SDK would retry a
+		// 409 unless told not to.
+		w.Header().Set("X-Should-Retry", "false")
 	}
 	writeJSON(w, ae.status, ae.body)
 }

@@ -349,3 +349,16 @@ func TestResultsKeptAreBounded(t *testing.T) {
 	status, _ := h.call(keyA, http.MethodPost, "retrieve_future", fmt.Sprintf(`{"request_id":%q}`, first))
 	assert.Equal(t, http.StatusGone, status, "the oldest result made room")
 }
+
+func TestUnloadFailsParkedCalls(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil)
+	model := h.model(keyA, h.session(keyA), 0)
+	parked := h.submit(keyA, "optim_step", optim(model, 2, 1))
+	h.ok(keyA, h.submit(keyA, "unload_model", fmt.Sprintf(`{"model_id":%q}`, model)))
+	r := h.result(keyA, parked)
+	require.NotNil(t, r.Failed)
+	assert.Contains(t, r.Failed.Error, "unloaded")
+	status, _ := h.call(keyA, http.MethodPost, "forward_backward", fwdBwd(model, 1, 1))
+	assert.Equal(t, http.StatusNotFound, status)
+}

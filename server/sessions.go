@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"time"
@@ -104,6 +105,10 @@ func (s *Server) dropModelLocked(id string, m *model) {
 	delete(s.models, id)
 	m.mu.Lock()
 	m.stopTimersLocked()
+	for n, op := range m.seq.parked {
+		delete(m.seq.parked, n)
+		s.futures.fail(op.fut, wire.ErrorCategoryUser, fmt.Sprintf("model %s was unloaded (or its session expired) while seq_id %d waited for seq_id %d", id, n, m.seq.next))
+	}
 	tail := m.tail
 	m.mu.Unlock()
 	if c, ok := m.trainer.(io.Closer); ok {

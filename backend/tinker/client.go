@@ -2,6 +2,7 @@ package tinker
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -100,7 +101,7 @@ func (c *Client) goOwned(f func()) {
 func (c *Client) heartbeat() {
 	t := time.NewTicker(c.opts.Heartbeat)
 	defer t.Stop()
-	body := []byte(`{"session_id":"` + c.sessionID + `"}`)
+	body, _ := json.Marshal(wire.SessionHeartbeatRequest{SessionID: c.sessionID})
 	for {
 		select {
 		case <-c.ctx.Done():
