@@ -38,6 +38,11 @@ type DownloadOptions struct {
 	OnRetry func(err error, wait time.Duration)
 	// Now returns the current time for the expiry check; default time.Now.
 	Now func() time.Time
+	// Progress, if set, is called as archive bytes arrive with the bytes
+	// received so far in this attempt and the expected total (-1 when the
+	// server did not say). It runs on the downloading goroutine and must
+	// not block.
+	Progress func(received, total int64)
 }
 
 // DefaultMaxBytes bounds a download when DownloadOptions.MaxBytes is zero.
@@ -165,7 +170,7 @@ func (s *Store) fetch(ctx context.Context, rawURL string, want *URI, opts Downlo
 		return Checkpoint{}, backoff.Permanent(err)
 	}
 	defer removeOnError(tmp, &err)
-	body := &boundedReader{r: resp.Body, left: opts.MaxBytes, max: opts.MaxBytes}
+	body := &boundedReader{r: resp.Body, left: opts.MaxBytes, max: opts.MaxBytes, total: resp.ContentLength, progress: opts.Progress}
 	if _, err := archive.Extract(ctx, body, tmp, opts.Limits); err != nil {
 		var re *archive.ReadError
 		switch {
@@ -198,10 +203,13 @@ func redact(u string) string {
 	return u
 }
 
-// boundedReader fails with ErrTooLarge once more than max bytes are read.
+// boundedReader fails with ErrTooLarge once more than max bytes are read,
+// and reports progress.
 type boundedReader struct {
 	r         io.Reader
 	left, max int64
+	total     int64
+	progress  func(received, total int64)
 }
 
 func (b *boundedReader) Read(p []byte) (int, error) {
@@ -213,6 +221,9 @@ func (b *boundedReader) Read(p []byte) (int, error) {
 	}
 	n, err := b.r.Read(p)
 	b.left -= int64(n)
+	if b.progress != nil && n > 0 {
+		b.progress(b.max-b.left, b.total)
+	}
 	if b.left < 0 {
 		return n, fmt.Errorf("%w: more than %d bytes", ErrTooLarge, b.max)
 	}

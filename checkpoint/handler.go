@@ -11,18 +11,26 @@ import (
 	"github.com/tandemrl/tandem/checkpoint/archive"
 )
 
-// HandlerOptions tunes NewHandler. The zero value uses the wall clock.
+// HandlerOptions tunes NewHandler. The zero value gives the defaults.
 type HandlerOptions struct {
 	// Now returns the current time for expiry checks; default time.Now.
 	Now func() time.Time
+	// MaxConcurrent bounds the archives streamed at once; further
+	// requests get 503 with Retry-After (Download retries them).
+	// Default DefaultMaxConcurrent.
+	MaxConcurrent int
 }
+
+// DefaultMaxConcurrent is HandlerOptions.MaxConcurrent's default.
+const DefaultMaxConcurrent = 8
 
 // Handler serves checkpoint archives at /<run>/<kind>/<name>.tar[.gz]
 // ?expires=<unix>&sig=<hex>, for URLs that Store.Source signed with the same
 // key. Mount it under a prefix with http.StripPrefix; the path it sees is
 // the path that was signed. It answers GET and HEAD only: 400 for a bad
 // path or query, 403 for a bad or expired signature (checked before the
-// store is touched), 404 for a missing checkpoint, 405 for other methods.
+// store is touched), 404 for a missing checkpoint, 405 for other methods,
+// 503 when HandlerOptions.MaxConcurrent archives are already streaming.
 // The archive holds manifest.json then the files in manifest order; if a
 // file fails mid-stream the response is aborted, never ended cleanly. It is
 // safe for concurrent use.
@@ -30,6 +38,7 @@ type Handler struct {
 	store  *Store
 	signer Signer
 	now    func() time.Time
+	slots  chan struct{} // one token per stream in progress
 }
 
 // NewHandler returns a handler serving store's checkpoints for URLs signed
@@ -42,7 +51,11 @@ func NewHandler(store *Store, signer Signer, opts HandlerOptions) (*Handler, err
 	if now == nil {
 		now = time.Now
 	}
-	return &Handler{store: store, signer: signer, now: now}, nil
+	n := opts.MaxConcurrent
+	if n <= 0 {
+		n = DefaultMaxConcurrent
+	}
+	return &Handler{store: store, signer: signer, now: now, slots: make(chan struct{}, n)}, nil
 }
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -98,6 +111,15 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if r.Method == http.MethodHead {
 		w.WriteHeader(http.StatusOK)
+		return
+	}
+	select {
+	case h.slots <- struct{}{}:
+		defer func() { <-h.slots }()
+	default:
+		hdr.Del("Content-Length")
+		hdr.Set("Retry-After", "1")
+		http.Error(w, fmt.Sprintf("checkpoint: %d archives already streaming; retry shortly", cap(h.slots)), http.StatusServiceUnavailable)
 		return
 	}
 	if err := archive.Write(r.Context(), w, ck.Dir, names, archive.WriteOptions{Gzip: gz}); err != nil {

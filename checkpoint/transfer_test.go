@@ -391,3 +391,76 @@ func (f flushingWriter) Write(p []byte) (int, error) {
 	f.ResponseWriter.(http.Flusher).Flush()
 	return n, err
 }
+
+func TestDownloadReportsProgress(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	ck := mustSave(t, s.store, meta("r", policy.SamplerWeights, "v", 1), 1)
+	src := s.source(t, ck, false)
+	var calls int
+	var last, total int64
+	opts := fastRetries(0)
+	opts.Progress = func(received, tot int64) {
+		require.Greater(t, received, last, "progress only grows")
+		calls++
+		last, total = received, tot
+	}
+	_, err := newStore(t).Download(context.Background(), src, opts)
+	require.NoError(t, err)
+	want, err := tarSize(ck)
+	require.NoError(t, err)
+	assert.Positive(t, calls)
+	assert.Equal(t, want, total)
+	assert.Equal(t, want, last, "the whole archive was received")
+}
+
+// blockingWriter is a ResponseWriter whose first Write waits for release.
+type blockingWriter struct {
+	*httptest.ResponseRecorder
+	started chan struct{}
+	release chan struct{}
+	once    atomic.Bool
+}
+
+func (b *blockingWriter) Write(p []byte) (int, error) {
+	if b.once.CompareAndSwap(false, true) {
+		close(b.started)
+		<-b.release
+	}
+	return b.ResponseRecorder.Write(p)
+}
+
+func TestHandlerBoundsConcurrentStreams(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	ck := mustSave(t, s, meta("r", policy.State, "x", 1), 1)
+	h, err := NewHandler(s, Signer{Key: testKey}, HandlerOptions{MaxConcurrent: 1, Now: func() time.Time { return t0 }})
+	require.NoError(t, err)
+	src, err := s.Source(ck, SourceOptions{Kind: SourceURL, BaseURL: "http://trainer", Signer: Signer{Key: testKey}})
+	require.NoError(t, err)
+	u, err := url.Parse(src.URL)
+	require.NoError(t, err)
+
+	first := &blockingWriter{ResponseRecorder: httptest.NewRecorder(), started: make(chan struct{}), release: make(chan struct{})}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		h.ServeHTTP(first, httptest.NewRequest(http.MethodGet, u.RequestURI(), nil))
+	}()
+	<-first.started
+	second := httptest.NewRecorder()
+	h.ServeHTTP(second, httptest.NewRequest(http.MethodGet, u.RequestURI(), nil))
+	assert.Equal(t, http.StatusServiceUnavailable, second.Code)
+	assert.Equal(t, "1", second.Header().Get("Retry-After"))
+	head := httptest.NewRecorder()
+	h.ServeHTTP(head, httptest.NewRequest(http.MethodHead, u.RequestURI(), nil))
+	assert.Equal(t, http.StatusOK, head.Code, "HEAD streams nothing and is not bounded")
+
+	close(first.release)
+	<-done
+	assert.Equal(t, http.StatusOK, first.Code)
+	third := httptest.NewRecorder()
+	h.ServeHTTP(third, httptest.NewRequest(http.MethodGet, u.RequestURI(), nil))
+	assert.Equal(t, http.StatusOK, third.Code, "the slot is free again")
+	assert.Equal(t, first.Body.Bytes(), third.Body.Bytes())
+}
