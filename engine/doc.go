@@ -43,6 +43,33 @@
 //     AdamW ([AdamParams]), state save/load.
 //   - [Sampler]: KV-cached batched sampling from its own copy of the weights.
 //
+// # API at a glance
+//
+//	base, _ := engine.NewModel[float32](engine.DefaultConfig(), seed) // or engine.LoadBase[float32](path)
+//	tr, _ := engine.NewTrainer(base, engine.DefaultLoraConfig(), engine.TrainerOptions{Threads: 1})
+//	out, _ := tr.ForwardBackward(ctx, examples, engine.LossSpec{Name: engine.PPO})
+//	_, _ = tr.OptimStep(engine.AdamParams{LearningRate: 1e-4})
+//	_ = tr.SaveAdapter(dir)          // PEFT folder, what samplers load
+//	_ = tr.SaveState(dir)            // adapter + optimizer.safetensors, for exact resume
+//	_ = tr.LoadState(dir, true)
+//	lp, _ := tr.BaseLogprobs(ctx, examples) // adapter off, for KL penalties
+//
+//	s, _ := engine.NewSampler(base, engine.SamplerOptions{Threads: 1})
+//	_ = s.LoadAdapter(dir)           // or s.SetAdapter(tr.Adapter()) in memory
+//	seqs, promptLP, _ := s.Sample(ctx, prompt, n, engine.SampleParams{MaxTokens: 16, Temperature: 1, Seed: 1})
+//
+// Losses follow Tinker: per token, summed with no normalization, targets
+// already shifted; see [LossName]. Example carries the per-token inputs
+// (weights, sampler log-probs q, advantages).
+//
+// # Cost
+//
+// A training call caches activations: about 50 KiB per token for the
+// default config in float32 (≈150 MiB for a 3,000-token batch; calls are
+// split into micro-batches of TrainerOptions.MaxBatchTokens). A Sample call
+// keeps 2·Layers·Dim values per cached position per sample.
+//
 // The package does not import tandem's rl package; backend/local adapts it
-// to the rl contracts.
+// to the rl contracts. Subpackages: safetensors (the file format) and
+// pretrain (the synthetic corpus and the run that makes the shipped base).
 package engine

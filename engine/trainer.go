@@ -192,6 +192,10 @@ func (t *Trainer[T]) run(ctx context.Context, data []Example, loss LossSpec, gra
 				p := t.a.logprob(t.cfg.Vocab, row, ex.Targets[j])
 				lp[j] = p
 				l, dp := fn(ex, j, p)
+				if !isFinite(l) || !isFinite(dp) {
+					return Output{}, fmt.Errorf("%w: example %d token %d: loss %s is %v (trainer log-prob %v); check logprobs and advantages for extreme values",
+						ErrInput, i, j, loss.Name, l, p)
+				}
 				lossSum += l
 				coef[row] = dp
 				row++

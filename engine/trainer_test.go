@@ -378,6 +378,11 @@ func TestTrainerRejectsBadInput(t *testing.T) {
 			require.Zero(t, g, "a rejected call accumulates nothing")
 		}
 	}
+	huge := rl()
+	huge.Logprobs[1] = -1e6 // r = exp(p + 1e6) overflows
+	_, err = tr.ForwardBackward(context.Background(), []Example{huge}, LossSpec{Name: ImportanceSampling})
+	require.ErrorIs(t, err, ErrInput)
+	assert.Contains(t, err.Error(), "example 0 token 1")
 	_, err = tr.ForwardBackward(context.Background(), []Example{ok()}, LossSpec{Name: "mse"})
 	assert.ErrorIs(t, err, ErrLoss)
 	_, err = tr.ForwardBackward(context.Background(), []Example{rl()}, LossSpec{Name: PPO, Config: map[string]float64{"clip": 1}})
