@@ -51,3 +51,10 @@ type CheckpointStore interface {
 type ArchiveLinker interface {
 	ArchiveURL(ctx context.Context, owner string, path wire.TinkerPath) (url string, expires time.Time, err error)
 }
+
+// CheckpointRecorder is an optional CheckpointStore extension: a server
+// records every checkpoint it saves, so that other servers sharing the
+// store (a sampler process next to a trainer process) can resolve it.
+type CheckpointRecorder interface {
+	Record(ctx context.Context, owner string, ck Checkpoint) error
+}

@@ -49,6 +49,12 @@ type harness struct {
 
 func newHarness(t *testing.T, mod func(*server.Config)) *harness {
 	t.Helper()
+	return newHarnessWith(t, mod, nil)
+}
+
+// newHarnessWith also lets the test change the server's Options.
+func newHarnessWith(t *testing.T, mod func(*server.Config), opts func(*server.Options)) *harness {
+	t.Helper()
 	cfg := server.Config{
 		APIKeys:  []string{keyA, keyB},
 		Models:   []server.ModelSpec{{Name: base, VocabSize: servertest.Vocab, MaxContextLength: 512}},
@@ -59,7 +65,14 @@ func newHarness(t *testing.T, mod func(*server.Config)) *harness {
 		mod(&cfg)
 	}
 	h := &harness{t: t, be: &servertest.Backend{}, clock: &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}}
-	srv, err := server.New(cfg, server.Options{Backend: h.be, Now: h.clock.Now})
+	o := server.Options{Backend: h.be, Now: h.clock.Now}
+	if opts != nil {
+		opts(&o)
+	}
+	if b, ok := o.Backend.(*servertest.Backend); ok {
+		h.be = b
+	}
+	srv, err := server.New(cfg, o)
 	require.NoError(t, err)
 	h.srv = srv
 	h.hs = httptest.NewServer(srv)

@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"context"
 	"fmt"
 	"github.com/tandemrl/tandem/server"
 	"net/http"
@@ -361,4 +362,50 @@ func TestUnloadFailsParkedCalls(t *testing.T) {
 	assert.Contains(t, r.Failed.Error, "unloaded")
 	status, _ := h.call(keyA, http.MethodPost, "forward_backward", fwdBwd(model, 1, 1))
 	assert.Equal(t, http.StatusNotFound, status)
+}
+
+func TestStoreBackedCheckpoints(t *testing.T) {
+	t.Parallel()
+	store := &servertest.Store{ArchiveBase: "https://downloads.invalid"}
+	be := &servertest.Backend{}
+	mk := func(role server.Role) *harness {
+		return newHarnessWith(t, func(c *server.Config) { c.Role = role }, func(o *server.Options) {
+			o.Backend, o.Store = be, store
+		})
+	}
+	tr, sp := mk(server.RoleTrainer), mk(server.RoleSampler)
+	model := tr.model(keyA, tr.session(keyA), 0)
+	tr.ok(keyA, tr.submit(keyA, "save_weights_for_sampler", fmt.Sprintf(`{"model_id":%q,"path":"s1","seq_id":1}`, model)))
+	path := "tinker://" + model + "/sampler_weights/s1"
+
+	// The sampler server resolves the trainer server's checkpoint through the store.
+	body := fmt.Sprintf(`{"model_path":%q,"prompt":{"chunks":[{"tokens":[1]}]},"sampling_params":{"max_tokens":1}}`, path)
+	sp.ok(keyA, sp.submit(keyA, "asample", body))
+	status, _ := sp.call(keyB, http.MethodPost, "asample", body)
+	assert.Equal(t, http.StatusNotFound, status, "another key cannot use it")
+
+	// Listing on the sampler server comes from the store; archive answers 302.
+	status, out := sp.call(keyA, http.MethodGet, "training_runs/"+model+"/checkpoints", nil)
+	require.Equal(t, http.StatusOK, status, "%s", out)
+	assert.Contains(t, string(out), path)
+	req, err := http.NewRequest(http.MethodGet, tr.hs.URL+"/api/v1/training_runs/"+model+"/checkpoints/sampler_weights/s1/archive", nil)
+	require.NoError(t, err)
+	req.Header.Set("X-API-Key", keyA)
+	cl := *tr.hs.Client()
+	cl.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	resp, err := cl.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusFound, resp.StatusCode)
+	assert.Equal(t, "https://downloads.invalid/"+model+"/sampler_weights/s1.tar.gz", resp.Header.Get("Location"))
+	assert.NotEmpty(t, resp.Header.Get("Expires"))
+}
+
+func TestBearerAuth(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil)
+	status, _ := h.call("", http.MethodPost, "create_session", `{}`, "Authorization", "Bearer "+keyB)
+	assert.Equal(t, http.StatusOK, status)
+	status, _ = h.call("", http.MethodPost, "create_session", `{}`, "Authorization", "Bearer wrong-key-000")
+	assert.Equal(t, http.StatusUnauthorized, status)
 }

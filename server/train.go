@@ -136,7 +136,9 @@ func (s *Server) saveWeights(_ context.Context, owner string, body []byte) (any,
 				if err != nil {
 					return outcome{err: err}
 				}
-				s.recordCheckpoint(owner, m, path, ref)
+				if _, err := s.recordCheckpoint(ctx, owner, m, path, ref); err != nil {
+					return outcome{err: err}
+				}
 				return outcome{result: wire.PathResponse{Path: path.String(), Type: "save_weights"}}
 			}
 		}, nil
@@ -161,7 +163,10 @@ func (s *Server) saveForSampler(_ context.Context, owner string, body []byte) (a
 				if err != nil {
 					return outcome{err: err}
 				}
-				ck := s.recordCheckpoint(owner, m, path, ref)
+				ck, err := s.recordCheckpoint(ctx, owner, m, path, ref)
+				if err != nil {
+					return outcome{err: err}
+				}
 				if !ephemeral {
 					return outcome{result: wire.PathResponse{Path: path.String(), Type: "save_weights_for_sampler"}}
 				}
@@ -208,13 +213,19 @@ type ownedCheckpoint struct {
 	Checkpoint
 }
 
-// recordCheckpoint remembers a save so it can be loaded, sampled and listed.
-func (s *Server) recordCheckpoint(owner string, m *model, p wire.TinkerPath, ref policy.Ref) Checkpoint {
+// recordCheckpoint remembers a save so it can be loaded, sampled and
+// listed, and records it in the store when the store takes records.
+func (s *Server) recordCheckpoint(ctx context.Context, owner string, m *model, p wire.TinkerPath, ref policy.Ref) (Checkpoint, error) {
 	ck := Checkpoint{Path: p, Ref: ref, Base: m.base, Created: s.now()}
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.ckpts[p.String()] = ownedCheckpoint{owner: owner, Checkpoint: ck}
-	return ck
+	s.mu.Unlock()
+	if rec, ok := s.store.(CheckpointRecorder); ok {
+		if err := rec.Record(ctx, owner, ck); err != nil {
+			return ck, fmt.Errorf("record %s in the checkpoint store: %w", p, err)
+		}
+	}
+	return ck, nil
 }
 
 // resolve finds the checkpoint p names among owner's: this server's saves
