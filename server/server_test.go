@@ -1,7 +1,6 @@
 package server_test
 
 import (
-	"context"
 	"fmt"
 	"github.com/tandemrl/tandem/server"
 	"net/http"
