@@ -66,25 +66,22 @@ func (b *Buffer) Admit(ctx context.Context) (policy.Version, error) {
 	b.mu.Unlock()
 	select {
 	case <-w.C:
-		if w.Val < 0 && b.isClosed() {
+		v := w.Val
+		b.admit.Recycle(w)
+		if v < 0 {
 			return 0, ErrClosed
 		}
-		return w.Val, nil
+		return v, nil
 	case <-ctx.Done():
 		b.mu.Lock()
 		if !b.admit.Remove(w) && w.Val >= 0 {
 			b.core.gate.Finish(w.Val, false) // granted as we gave up: undo
 			b.wakeLocked()
 		}
+		b.admit.Recycle(w)
 		b.mu.Unlock()
 		return 0, context.Cause(ctx)
 	}
-}
-
-func (b *Buffer) isClosed() bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.closed
 }
 
 // Put accepts g, the result of a rollout admitted at g.Admitted. It blocks
@@ -98,6 +95,7 @@ func (b *Buffer) Put(ctx context.Context, g rl.Group) error {
 		b.mu.Unlock()
 		select {
 		case <-w.C:
+			b.put.Recycle(w)
 			b.mu.Lock()
 			b.reserve--
 		case <-ctx.Done():
@@ -105,6 +103,7 @@ func (b *Buffer) Put(ctx context.Context, g rl.Group) error {
 			if !b.put.Remove(w) {
 				b.reserve--
 			}
+			b.put.Recycle(w)
 			b.core.Fail(g.Admitted)
 			b.wakeLocked()
 			b.mu.Unlock()
@@ -168,18 +167,23 @@ func (b *Buffer) Take(ctx context.Context, step policy.Version, dst []rl.Group) 
 	b.mu.Unlock()
 	select {
 	case <-w.C:
-		if w.Val == nil && b.isClosed() {
+		got := w.Val
+		b.taker.Recycle(w)
+		if got == nil {
 			return dst, ErrClosed
 		}
-		return w.Val, nil
+		return got, nil
 	case <-ctx.Done():
 		b.mu.Lock()
 		defer b.mu.Unlock()
-		if !b.taker.Remove(w) {
-			if w.Val == nil {
+		removed := b.taker.Remove(w)
+		got := w.Val
+		b.taker.Recycle(w)
+		if !removed {
+			if got == nil {
 				return dst, ErrClosed
 			}
-			return w.Val, nil // taken for us just as ctx ended: keep it
+			return got, nil // taken for us just as ctx ended: keep it
 		}
 		b.takeDst = nil
 		return dst, context.Cause(ctx)

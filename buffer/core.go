@@ -107,7 +107,7 @@ type Stats struct {
 type Core struct {
 	cfg   Config
 	gate  *staleness.Core
-	ready []rl.Group // sorted by (Admitted, Version, ID)
+	ready []rl.Group // sorted by Admitted, then arrival
 	step  policy.Version
 	st    Stats
 }
@@ -170,15 +170,10 @@ func (c *Core) Put(g rl.Group) (stale bool) {
 	return false
 }
 
-func less(a, b *rl.Group) bool {
-	if a.Admitted != b.Admitted {
-		return a.Admitted < b.Admitted
-	}
-	if a.Version != b.Version {
-		return a.Version < b.Version
-	}
-	return a.ID < b.ID
-}
+// less orders groups by the version the sampler served when their rollout
+// was admitted: the order in which the gate's deadlines fall. Among equals
+// arrival order is kept (so most Puts append without moving anything).
+func less(a, b *rl.Group) bool { return a.Admitted < b.Admitted }
 
 func (c *Core) over(g *rl.Group) bool {
 	return g.Staleness(c.step) > int64(c.cfg.MaxStaleness)
@@ -201,11 +196,7 @@ func (c *Core) Expire(step policy.Version, dst []rl.Group) []rl.Group {
 	bound := step - policy.Version(c.cfg.MaxStaleness) // Version < bound is over-stale
 	n := 0
 	for i := range c.ready {
-		g := &c.ready[i]
-		if g.Admitted >= bound {
-			break // sorted: Version ≥ Admitted ≥ bound from here on
-		}
-		if g.Version < bound {
+		if c.ready[i].Version < bound {
 			n++
 		}
 	}

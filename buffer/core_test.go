@@ -101,7 +101,7 @@ func TestOrderingAndBound(t *testing.T) {
 	c.Serve(1)
 	a1, _ := c.Admit()
 	a2, _ := c.Admit()
-	// Arrive out of order; the buffer orders by admitted, then version, then id.
+	// Arrive out of order; the buffer orders by admitted version, then arrival.
 	c.Put(rl.Group{ID: 7, Admitted: a1, Version: 2})
 	c.Put(rl.Group{ID: 9, Admitted: a1, Version: 1})
 	assert.True(t, c.CanPut())
@@ -112,7 +112,7 @@ func TestOrderingAndBound(t *testing.T) {
 	for c.CanTake() {
 		got = append(got, ids(c.Take(nil))...)
 	}
-	assert.Equal(t, []uint64{8, 9, 7}, got)
+	assert.Equal(t, []uint64{8, 7, 9}, got)
 }
 
 func TestDrainAccountsEverything(t *testing.T) {

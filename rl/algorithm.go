@@ -2,6 +2,7 @@ package rl
 
 import (
 	"context"
+	"fmt"
 	"math"
 
 	"github.com/tandemrl/tandem/policy"
@@ -60,6 +61,7 @@ type GroupRelative struct {
 }
 
 type datumScratch struct {
+	set     bool // inputs hold the current slices (no map writes needed)
 	chunk   [1]Chunk
 	tokens  []int
 	targets []int64
@@ -110,7 +112,10 @@ func (a *GroupRelative) Batch(_ context.Context, _ Trainer, _ policy.Version, gr
 			sumAdv += adv
 			sumAbs += math.Abs(adv)
 			nTraj++
-			for _, tr := range g.Trajectories[ti].Transitions {
+			for k, tr := range g.Trajectories[ti].Transitions {
+				if len(tr.Logprobs) != len(tr.Action) {
+					return Batch{}, fmt.Errorf("rl: group %d trajectory %d turn %d: %d action tokens but %d logprobs", gi, ti, k, len(tr.Action), len(tr.Logprobs))
+				}
 				a.appendDatum(tr, adv)
 			}
 		}
@@ -141,31 +146,50 @@ func (a *GroupRelative) appendDatum(tr Transition, adv float64) {
 		a.scratch = append(a.scratch, datumScratch{inputs: make(map[string]TensorData, 3)})
 	}
 	s := &a.scratch[i]
-	s.tokens = s.tokens[:0]
+	oldT, oldL, oldA := sliceID(s.targets), fsliceID(s.lps), fsliceID(s.advs)
+	full := obs + len(tr.Action)
+	if cap(s.tokens) < full {
+		s.tokens = make([]int, full)
+	}
+	toks := s.tokens[:full]
+	off := 0
 	for _, c := range tr.Observation.Chunks {
-		s.tokens = append(s.tokens, c.Tokens...)
+		off += copy(toks[off:], c.Tokens)
 	}
-	s.tokens = append(s.tokens, tr.Action...)
-	s.targets = s.targets[:0]
-	for _, t := range s.tokens[1:] {
-		s.targets = append(s.targets, int64(t))
+	copy(toks[off:], tr.Action)
+	if cap(s.targets) < n {
+		s.targets = make([]int64, n)
 	}
-	s.tokens = s.tokens[:n]
+	tg := s.targets[:n]
+	for p, t := range toks[1:] {
+		tg[p] = int64(t)
+	}
+	s.targets = tg
+	s.tokens = toks[:n]
 	s.lps = grow(s.lps, n)
 	s.advs = grow(s.advs, n)
+	same := s.set && oldT == sliceID(s.targets) && oldL == fsliceID(s.lps) && oldA == fsliceID(s.advs)
 	first := obs - 1 // position whose target is the first action token
-	for p := range n {
-		if p < first {
-			s.lps[p], s.advs[p] = 0, 0
-			continue
-		}
-		s.lps[p] = tr.Logprobs[p-first]
-		s.advs[p] = adv
+	lps, advs := s.lps, s.advs
+	if first > 0 {
+		clear(lps[:first])
+		clear(advs[:first])
+	}
+	start := max(first, 0)
+	copy(lps[start:], tr.Logprobs[start-first:])
+	for p := start; p < n; p++ {
+		advs[p] = adv
 	}
 	s.chunk[0] = Chunk{Type: ChunkEncodedText, Tokens: s.tokens}
-	s.inputs[InputTargetTokens] = TensorData{DType: Int64, Ints: s.targets}
-	s.inputs[InputLogprobs] = TensorData{DType: Float32, Floats: s.lps}
-	s.inputs[InputAdvantages] = TensorData{DType: Float32, Floats: s.advs}
+	if !same {
+		// The map's values are slice headers: rewrite them only when the
+		// slices moved or changed length (map writes cost more than the
+		// rest of the datum).
+		s.inputs[InputTargetTokens] = TensorData{DType: Int64, Ints: s.targets}
+		s.inputs[InputLogprobs] = TensorData{DType: Float32, Floats: s.lps}
+		s.inputs[InputAdvantages] = TensorData{DType: Float32, Floats: s.advs}
+		s.set = true
+	}
 	a.datums = append(a.datums, Datum{ModelInput: ModelInput{Chunks: s.chunk[:]}, LossFnInputs: s.inputs})
 	a.actions = append(a.actions, Span{Datum: i, Start: max(first, 0), End: n})
 }
@@ -175,4 +199,30 @@ func grow(s []float64, n int) []float64 {
 		return make([]float64, n)
 	}
 	return s[:n]
+}
+
+type sliceKey struct {
+	p   *int64
+	n   int
+	cap int
+}
+
+type fsliceKey struct {
+	p   *float64
+	n   int
+	cap int
+}
+
+func sliceID(s []int64) sliceKey {
+	if cap(s) == 0 {
+		return sliceKey{}
+	}
+	return sliceKey{&s[:1][0], len(s), cap(s)}
+}
+
+func fsliceID(s []float64) fsliceKey {
+	if cap(s) == 0 {
+		return fsliceKey{}
+	}
+	return fsliceKey{&s[:1][0], len(s), cap(s)}
 }

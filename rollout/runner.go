@@ -47,6 +47,9 @@ type Runner struct {
 	// Retry configures retries of transient sampler errors.
 	Retry Retry
 	// Tracer records a span per rollout (nil = the global provider's).
+	// Rollout spans are children of the caller's span: they are recorded
+	// only when ctx carries a recording span (wrap the run in one to trace
+	// every sample), which keeps untraced runs free of per-rollout cost.
 	Tracer trace.Tracer
 
 	next    atomic.Uint64
@@ -88,8 +91,14 @@ func (r *Runner) Rollout(ctx context.Context, p Problem) (g rl.Group, err error)
 	if len(r.Samplers) == 0 || r.GroupSize < 1 {
 		return g, fmt.Errorf("rollout: runner needs a sampler and GroupSize ≥ 1 (have %d samplers, GroupSize %d)", len(r.Samplers), r.GroupSize)
 	}
-	ctx, span := r.tracer.Start(ctx, "rollout")
+	span := trace.SpanFromContext(ctx) // non-recording unless traced
+	if span.IsRecording() {
+		ctx, span = r.tracer.Start(ctx, "rollout")
+	}
 	defer func() {
+		if !span.IsRecording() {
+			return
+		}
 		if err != nil {
 			span.RecordError(err)
 			span.SetStatus(codes.Error, err.Error())

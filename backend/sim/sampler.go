@@ -25,6 +25,11 @@ type SamplerConfig struct {
 	Start policy.Version
 	// Seed varies the sampled tokens.
 	Seed uint64
+	// Static returns the same completions (n copies of one sequence) from
+	// every call, sharing one read-only backing array per version: the
+	// cheapest mode, for overhead benchmarks. Callers must not modify the
+	// returned tokens or log-probs.
+	Static bool
 	// Fault, if set, is asked before every call (numbered from 1); a
 	// non-nil error fails that call (wrap rl.ErrTransient to make it
 	// retryable).
@@ -36,6 +41,7 @@ type SamplerConfig struct {
 // concurrent use.
 type Sampler struct {
 	cfg     SamplerConfig
+	static  atomic.Pointer[staticOut]
 	version atomic.Int64
 	calls   atomic.Uint64
 	loads   atomic.Int64
@@ -99,6 +105,9 @@ func (s *Sampler) Sample(ctx context.Context, prompt rl.ModelInput, n int, p rl.
 	if p.MaxTokens > 0 && p.MaxTokens < m {
 		m = p.MaxTokens
 	}
+	if s.cfg.Static {
+		return s.staticSample(v, n, m), nil
+	}
 	plen := prompt.Len()
 	toks := make([]int, n*m)
 	lps := make([]float64, n*m)
@@ -126,4 +135,30 @@ func (s *Sampler) Load(ctx context.Context, ref policy.Ref) error {
 	s.version.Store(int64(ref.Version))
 	s.loads.Add(1)
 	return nil
+}
+
+// staticOut is the shared output of Static mode for one version.
+type staticOut struct {
+	v    policy.Version
+	m    int
+	seqs []rl.Sequence
+}
+
+func (s *Sampler) staticSample(v policy.Version, n, m int) rl.SampleOutput {
+	st := s.static.Load()
+	if st == nil || st.v != v || st.m != m || len(st.seqs) < n {
+		toks := make([]int, m)
+		lps := make([]float64, m)
+		for j := range toks {
+			toks[j] = int(mix(s.cfg.Seed+uint64(j)) % uint64(s.cfg.Vocab))
+			lps[j] = LogProb(v, toks[j], j)
+		}
+		seqs := make([]rl.Sequence, max(n, 64))
+		for i := range seqs {
+			seqs[i] = rl.Sequence{Tokens: toks, Logprobs: lps, StopReason: rl.StopLength}
+		}
+		st = &staticOut{v: v, m: m, seqs: seqs}
+		s.static.Store(st)
+	}
+	return rl.SampleOutput{Sequences: st.seqs[:n:n], Version: v}
 }

@@ -21,8 +21,9 @@ type TrainerConfig struct {
 	Run string
 	// Start is the version the trainer holds at first (a resumed run).
 	Start policy.Version
-	// NoOutputs skips the per-token log-probs of forward passes (cheaper;
-	// the loop then cannot report the sampler/trainer gap).
+	// NoOutputs skips the per-token log-probs of forward passes and the
+	// datum checks: a forward pass then costs nothing (for overhead
+	// benchmarks; the loop cannot report the sampler/trainer gap).
 	NoOutputs bool
 }
 
@@ -86,10 +87,11 @@ func (t *Trainer) Forward(ctx context.Context, data []rl.Datum, loss rl.Loss) *r
 }
 
 func (t *Trainer) forward(data []rl.Datum, loss rl.Loss) (rl.ForwardBackwardOutput, error) {
-	out := rl.ForwardBackwardOutput{Metrics: map[string]float64{"loss:sum": 0}}
-	if !t.cfg.NoOutputs {
-		out.LossFnOutputs = make([]map[string]rl.TensorData, len(data))
+	if t.cfg.NoOutputs {
+		return rl.ForwardBackwardOutput{}, nil
 	}
+	out := rl.ForwardBackwardOutput{Metrics: map[string]float64{"loss:sum": 0}}
+	out.LossFnOutputs = make([]map[string]rl.TensorData, len(data))
 	var lossSum float64
 	for i := range data {
 		d := &data[i]
@@ -100,9 +102,6 @@ func (t *Trainer) forward(data []rl.Datum, loss rl.Loss) (rl.ForwardBackwardOutp
 		}
 		lp, adv := d.LossFnInputs[rl.InputLogprobs], d.LossFnInputs[rl.InputAdvantages]
 		w := d.LossFnInputs[rl.InputWeights]
-		if t.cfg.NoOutputs {
-			continue
-		}
 		ps := make([]float64, n)
 		for p := range n {
 			ps[p] = LogProb(t.ver, int(tgt.Ints[p]), p+1)

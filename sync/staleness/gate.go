@@ -43,7 +43,9 @@ func (g *Gate) Acquire(ctx context.Context) (policy.Version, error) {
 	g.mu.Unlock()
 	select {
 	case <-w.C:
-		return w.Val, nil
+		v := w.Val
+		g.waiters.Recycle(w)
+		return v, nil
 	case <-ctx.Done():
 		g.mu.Lock()
 		if !g.waiters.Remove(w) {
@@ -52,6 +54,7 @@ func (g *Gate) Acquire(ctx context.Context) (policy.Version, error) {
 			g.core.st.Admitted--
 			g.core.st.Failed--
 		}
+		g.waiters.Recycle(w)
 		g.grantLocked()
 		g.mu.Unlock()
 		return 0, context.Cause(ctx)
@@ -91,11 +94,14 @@ func (g *Gate) TakeBatch(ctx context.Context) error {
 	g.mu.Unlock()
 	select {
 	case <-w.C:
+		g.learner.Recycle(w)
 		return nil
 	case <-ctx.Done():
 		g.mu.Lock()
 		defer g.mu.Unlock()
-		if !g.learner.Remove(w) {
+		removed := g.learner.Remove(w)
+		g.learner.Recycle(w)
+		if !removed {
 			// The batch was recorded on our behalf just before ctx
 			// ended: report it taken, so the caller's view matches.
 			return nil

@@ -9,8 +9,12 @@
 // zero value is an empty queue.
 package waitq
 
-// Waiter is one blocked goroutine. C is closed when the waiter is granted;
-// Val then holds the value it was granted.
+import "sync"
+
+// Waiter is one blocked goroutine. C receives one value when the waiter is
+// granted; Val then holds the value it was granted. Waiters are recycled:
+// after it has received from C (or was removed), the owner returns it
+// with Queue.Recycle and must not touch it again.
 type Waiter[T any] struct {
 	C   chan struct{}
 	Val T
@@ -22,11 +26,15 @@ type Waiter[T any] struct {
 type Queue[T any] struct {
 	list []*Waiter[T]
 	head int
+	free sync.Pool // recycled *Waiter[T]
 }
 
-// Push appends a new waiter and returns it.
+// Push appends a waiter and returns it.
 func (q *Queue[T]) Push() *Waiter[T] {
-	w := &Waiter[T]{C: make(chan struct{})}
+	w, _ := q.free.Get().(*Waiter[T])
+	if w == nil {
+		w = &Waiter[T]{C: make(chan struct{}, 1)}
+	}
 	if q.head > 0 && q.head == len(q.list) {
 		q.list, q.head = q.list[:0], 0
 	}
@@ -47,8 +55,24 @@ func (q *Queue[T]) Grant(val T) bool {
 	q.list[q.head] = nil
 	q.head++
 	w.Val, w.granted = val, true
-	close(w.C)
+	w.C <- struct{}{} // buffered: never blocks
 	return true
+}
+
+// Recycle returns w for reuse by a later Push. Call it once w has received
+// its grant from C, or under the owner's lock once it was removed or
+// granted while its goroutine gave up (the pending grant is drained here).
+// Recycle itself is safe for concurrent use.
+func (q *Queue[T]) Recycle(w *Waiter[T]) {
+	if w.granted {
+		select {
+		case <-w.C:
+		default:
+		}
+	}
+	var zero T
+	w.Val, w.granted = zero, false
+	q.free.Put(w)
 }
 
 // Remove takes w out of the queue, for a waiter that gives up (its context

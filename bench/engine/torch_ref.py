@@ -1,0 +1,186 @@
+#!/usr/bin/env python3
+"""PyTorch reference for `go run ./bench/engine`: the embedded engine's
+architecture (pre-norm decoder, RMSNorm, rotary positions, SwiGLU MLP, untied
+unembedding, LoRA on q/k/v/o, gate/up/down and the unembedding, base frozen)
+at the same shapes, timed the same way.
+
+Prints one JSON object: torch_train_tokens_per_s, torch_sample_tokens_per_s.
+Arguments come from the Go benchmark so both sides measure the same work.
+"""
+import argparse
+import json
+import math
+import time
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class LoRALinear(nn.Module):
+    def __init__(self, din, dout, rank, alpha):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(dout, din) * 0.02, requires_grad=False)
+        self.A = nn.Parameter(torch.empty(rank, din).uniform_(-1 / math.sqrt(din), 1 / math.sqrt(din)))
+        self.B = nn.Parameter(torch.zeros(dout, rank))
+        self.scale = alpha / rank
+
+    def forward(self, x):
+        return F.linear(x, self.weight) + self.scale * F.linear(F.linear(x, self.A), self.B)
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, d, eps=1e-5):
+        super().__init__()
+        self.w = nn.Parameter(torch.ones(d), requires_grad=False)
+        self.eps = eps
+
+    def forward(self, x):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.w
+
+
+def rope_tables(ctx, hd, theta=10000.0):
+    inv = 1.0 / (theta ** (torch.arange(0, hd, 2).float() / hd))
+    ang = torch.outer(torch.arange(ctx).float(), inv)
+    return ang.cos(), ang.sin()
+
+
+def apply_rope(x, cos, sin):
+    # x: (B, H, T, hd); rotate adjacent pairs
+    x1, x2 = x[..., 0::2], x[..., 1::2]
+    o1 = x1 * cos - x2 * sin
+    o2 = x1 * sin + x2 * cos
+    return torch.stack((o1, o2), dim=-1).flatten(-2)
+
+
+class Block(nn.Module):
+    def __init__(self, d, h, hidden, rank, alpha):
+        super().__init__()
+        self.h = h
+        self.n1 = RMSNorm(d)
+        self.q, self.k, self.v, self.o = (LoRALinear(d, d, rank, alpha) for _ in range(4))
+        self.n2 = RMSNorm(d)
+        self.gate = LoRALinear(d, hidden, rank, alpha)
+        self.up = LoRALinear(d, hidden, rank, alpha)
+        self.down = LoRALinear(hidden, d, rank, alpha)
+
+    def forward(self, x, cos, sin, pos0=0, cache=None):
+        B, T, D = x.shape
+        hd = D // self.h
+        y = self.n1(x)
+        q = self.q(y).view(B, T, self.h, hd).transpose(1, 2)
+        k = self.k(y).view(B, T, self.h, hd).transpose(1, 2)
+        v = self.v(y).view(B, T, self.h, hd).transpose(1, 2)
+        c, s = cos[pos0:pos0 + T], sin[pos0:pos0 + T]
+        q, k = apply_rope(q, c, s), apply_rope(k, c, s)
+        if cache is not None:
+            if cache[0] is not None:
+                k = torch.cat([cache[0], k], dim=2)
+                v = torch.cat([cache[1], v], dim=2)
+            cache[0], cache[1] = k, v
+        att = (q @ k.transpose(-1, -2)) / math.sqrt(hd)
+        if T > 1:
+            S = k.shape[2]
+            mask = torch.ones(T, S, dtype=torch.bool).tril(S - T)
+            att = att.masked_fill(~mask, float("-inf"))
+        att = att.softmax(-1)
+        a = (att @ v).transpose(1, 2).reshape(B, T, D)
+        x = x + self.o(a)
+        y = self.n2(x)
+        return x + self.down(F.silu(self.gate(y)) * self.up(y))
+
+
+class Model(nn.Module):
+    def __init__(self, vocab, d, layers, h, hidden, ctx, rank, alpha):
+        super().__init__()
+        self.embed = nn.Parameter(torch.randn(vocab, d) * 0.02, requires_grad=False)
+        self.blocks = nn.ModuleList(Block(d, h, hidden, rank, alpha) for _ in range(layers))
+        self.norm = RMSNorm(d)
+        self.unembed = LoRALinear(d, vocab, rank, alpha)
+        self.cos, self.sin = rope_tables(ctx, d // h)
+
+    def forward(self, toks, pos0=0, caches=None):
+        x = self.embed[toks]
+        for i, b in enumerate(self.blocks):
+            x = b(x, self.cos, self.sin, pos0, None if caches is None else caches[i])
+        return self.unembed(self.norm(x))
+
+
+def bench_train(m, a, steps):
+    params = [p for p in m.parameters() if p.requires_grad]
+    opt = torch.optim.AdamW(params, lr=1e-4, betas=(0.9, 0.95), eps=1e-12, weight_decay=0.0)
+    g = torch.Generator().manual_seed(1)
+    toks = torch.randint(0, a.vocab, (a.train_batch, a.train_seq + 1), generator=g)
+    inp, tgt = toks[:, :-1], toks[:, 1:]
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        logits = m(inp)
+        logp = logits.log_softmax(-1).gather(-1, tgt.unsqueeze(-1)).squeeze(-1)
+        loss = -logp.sum()
+        loss.backward()
+        opt.step()
+
+    step()  # warm-up
+    t0 = time.perf_counter()
+    for _ in range(steps):
+        step()
+    dt = time.perf_counter() - t0
+    return steps * a.train_batch * a.train_seq / dt
+
+
+@torch.no_grad()
+def bench_sample(m, a, reps):
+    g = torch.Generator().manual_seed(2)
+    prompt = torch.randint(0, a.vocab, (1, a.prompt_len), generator=g)
+
+    def once():
+        caches = [[None, None] for _ in m.blocks]
+        # prefill once, then share the prompt's cache across the n samples
+        logits = m(prompt, 0, caches)
+        for c in caches:
+            c[0] = c[0].expand(a.n, -1, -1, -1).contiguous()
+            c[1] = c[1].expand(a.n, -1, -1, -1).contiguous()
+        last = logits[:, -1].expand(a.n, -1)
+        pos = a.prompt_len
+        for _ in range(a.new_tokens):
+            logp = (last / 1.0).log_softmax(-1)
+            tok = torch.multinomial(logp.exp(), 1, generator=g)
+            _ = logp.gather(-1, tok)
+            last = m(tok, pos, caches)[:, -1]
+            pos += 1
+
+    once()
+    t0 = time.perf_counter()
+    for _ in range(reps):
+        once()
+    dt = time.perf_counter() - t0
+    return reps * a.n * a.new_tokens / dt
+
+
+def main():
+    p = argparse.ArgumentParser()
+    for name, d in [("vocab", 98), ("dim", 128), ("layers", 4), ("heads", 4), ("hidden", 512),
+                    ("context", 128), ("rank", 8), ("threads", 1), ("train_batch", 32),
+                    ("train_seq", 64), ("train_steps", 5), ("prompt_len", 16), ("n", 8),
+                    ("new_tokens", 48), ("sample_reps", 5)]:
+        p.add_argument("--" + name, type=int, default=d)
+    p.add_argument("--alpha", type=float, default=32.0)
+    a = p.parse_args()
+    torch.manual_seed(0)
+    torch.set_num_threads(a.threads)
+    m = Model(a.vocab, a.dim, a.layers, a.heads, a.hidden, a.context, a.rank, a.alpha)
+    for b in m.modules():
+        if isinstance(b, LoRALinear):
+            nn.init.normal_(b.B, std=0.01)  # as after some training: the B path is live
+    out = {
+        "torch_version": torch.__version__,
+        "torch_threads": torch.get_num_threads(),
+        "torch_train_tokens_per_s": bench_train(m, a, a.train_steps),
+        "torch_sample_tokens_per_s": bench_sample(m, a, a.sample_reps),
+    }
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main()

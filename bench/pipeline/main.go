@@ -1,0 +1,161 @@
+// Command pipeline measures tandem's orchestration on the simulated
+// backend: how close synchronous and asynchronous runs come to their ideal
+// times, the speed-up of asynchronous RL, the staleness it ran at, the
+// orchestration cost per sample with zero-latency backends, and how many
+// rollouts it can hold in flight.
+//
+//	go run ./bench/pipeline -json
+//
+// Human-readable lines go first; with -json the last line is one JSON
+// object.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"runtime"
+	"time"
+
+	"github.com/tandemrl/tandem/backend/sim"
+	"github.com/tandemrl/tandem/reward"
+	"github.com/tandemrl/tandem/rl"
+	"github.com/tandemrl/tandem/rl/loop"
+	"github.com/tandemrl/tandem/rollout"
+)
+
+// Result is the JSON line.
+type Result struct {
+	TrainerMS            float64 `json:"trainer_ms"`
+	SamplerMS            float64 `json:"sampler_ms"`
+	Steps                int     `json:"steps"`
+	GroupsPerBatch       int     `json:"groups_per_batch"`
+	GroupSize            int     `json:"group_size"`
+	SyncSeconds          float64 `json:"sync_seconds"`
+	AsyncSeconds         float64 `json:"async_seconds"`
+	SyncEfficiency       float64 `json:"sync_efficiency"`
+	AsyncEfficiency      float64 `json:"async_efficiency"`
+	Speedup              float64 `json:"speedup"`
+	MaxStalenessSeen     int     `json:"max_staleness_seen"`
+	OverheadUSPerSample  float64 `json:"overhead_us_per_sample"`
+	OverheadSamples      int64   `json:"overhead_samples"`
+	ConcurrentRollouts   int64   `json:"concurrent_rollouts"`
+	ConcurrentTarget     int     `json:"concurrent_target"`
+	ConcurrentSeconds    float64 `json:"concurrent_seconds"`
+	GOMAXPROCS           int     `json:"gomaxprocs"`
+	OverheadGroups       int     `json:"overhead_groups_per_batch"`
+	OverheadWorkers      int     `json:"overhead_workers"`
+	OverheadMaxStaleness int     `json:"overhead_max_staleness"`
+}
+
+func main() {
+	var (
+		asJSON     = flag.Bool("json", false, "print a JSON object on the last line")
+		trainerT   = flag.Duration("T", 50*time.Millisecond, "simulated trainer time per step")
+		samplerS   = flag.Duration("S", 50*time.Millisecond, "simulated sampler time per call")
+		steps      = flag.Int("steps", 20, "learner steps of the sync and async runs")
+		groups     = flag.Int("groups", 64, "groups per batch")
+		groupSize  = flag.Int("group-size", 8, "samples per group")
+		ovSteps    = flag.Int("overhead-steps", 400, "steps of the zero-latency overhead run")
+		ovWorkers  = flag.Int("overhead-workers", 64, "workers of the overhead run")
+		ovK        = flag.Int("overhead-k", 2, "max staleness of the overhead run")
+		concurrent = flag.Int("concurrent", 100_000, "rollouts to hold in flight at once (0 = skip)")
+		tokens     = flag.Int("tokens", 4, "completion tokens per sample")
+	)
+	flag.Parse()
+	slog.SetDefault(slog.New(slog.NewTextHandler(io.Discard, nil)))
+	ctx := context.Background()
+	res := Result{TrainerMS: ms(*trainerT), SamplerMS: ms(*samplerS), Steps: *steps, GroupsPerBatch: *groups,
+		GroupSize: *groupSize, GOMAXPROCS: runtime.GOMAXPROCS(0), OverheadGroups: *groups,
+		OverheadWorkers: *ovWorkers, OverheadMaxStaleness: *ovK, ConcurrentTarget: *concurrent}
+
+	base := rl.Config{GroupsPerBatch: *groups, GroupSize: *groupSize, Steps: *steps, Watchdog: time.Hour}
+
+	// Synchronous: k = 0, every step samples then trains.
+	syncCfg := base
+	syncCfg.MaxStaleness = 0
+	syncRep, _, err := run(ctx, syncCfg, *trainerT, *samplerS, *tokens, false)
+	check(err)
+	ideal := float64(*steps) * (trainerT.Seconds() + samplerS.Seconds())
+	res.SyncSeconds = syncRep.Elapsed.Seconds()
+	res.SyncEfficiency = ideal / res.SyncSeconds
+	fmt.Printf("sync  k=0: %d steps in %.3fs, ideal %.3fs, efficiency %.3f\n", *steps, res.SyncSeconds, ideal, res.SyncEfficiency)
+
+	// Asynchronous: k = 1, sampling overlaps training.
+	asyncCfg := base
+	asyncCfg.MaxStaleness = 1
+	asyncRep, maxSt, err := run(ctx, asyncCfg, *trainerT, *samplerS, *tokens, false)
+	check(err)
+	idealAsync := float64(*steps)*max(trainerT.Seconds(), samplerS.Seconds()) + samplerS.Seconds()
+	res.AsyncSeconds = asyncRep.Elapsed.Seconds()
+	res.AsyncEfficiency = idealAsync / res.AsyncSeconds
+	res.Speedup = res.SyncSeconds / res.AsyncSeconds
+	res.MaxStalenessSeen = maxSt
+	fmt.Printf("async k=1: %d steps in %.3fs, ideal %.3fs, efficiency %.3f, speed-up %.2f, max staleness %d\n",
+		*steps, res.AsyncSeconds, idealAsync, res.AsyncEfficiency, res.Speedup, maxSt)
+
+	// Orchestration overhead: zero-latency backends.
+	ovCfg := base
+	ovCfg.Steps = *ovSteps
+	ovCfg.MaxStaleness = *ovK
+	ovCfg.Workers = *ovWorkers
+	run(ctx, rl.Config{GroupsPerBatch: *groups, GroupSize: *groupSize, Steps: 20, MaxStaleness: *ovK, Workers: *ovWorkers, Watchdog: time.Hour}, 0, 0, *tokens, true) // warm up
+	ovRep, _, err := run(ctx, ovCfg, 0, 0, *tokens, true)
+	check(err)
+	samples := int64(ovRep.Steps) * int64(*groups) * int64(*groupSize)
+	res.OverheadSamples = samples
+	res.OverheadUSPerSample = float64(ovRep.Elapsed.Microseconds()) / float64(samples)
+	fmt.Printf("overhead: %d samples (%d groups/batch × %d, %d workers, k=%d) in %v: %.3f µs/sample\n",
+		samples, *groups, *groupSize, *ovWorkers, *ovK, ovRep.Elapsed.Round(time.Microsecond), res.OverheadUSPerSample)
+
+	// Concurrency: hold many rollouts in flight at once.
+	if *concurrent > 0 {
+		cCfg := rl.Config{GroupsPerBatch: *concurrent, GroupSize: 1, Steps: 1, Workers: *concurrent, Watchdog: time.Hour}
+		cRep, _, err := run(ctx, cCfg, 0, 2*time.Second, 1, true)
+		check(err)
+		res.ConcurrentRollouts = cRep.PeakInFlight
+		res.ConcurrentSeconds = cRep.Elapsed.Seconds()
+		fmt.Printf("concurrency: %d rollouts in flight at once (target %d), run took %.2fs\n",
+			cRep.PeakInFlight, *concurrent, res.ConcurrentSeconds)
+	}
+
+	if *asJSON {
+		b, err := json.Marshal(res)
+		check(err)
+		fmt.Println(string(b))
+	}
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+func check(err error) {
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "pipeline:", err)
+		os.Exit(1)
+	}
+}
+
+// run executes one loop on the simulated backend and returns its report and
+// the largest staleness any step trained on.
+func run(ctx context.Context, cfg rl.Config, trainerT, samplerS time.Duration, tokens int, cheap bool) (loop.Report, int, error) {
+	tr := sim.NewTrainer(sim.TrainerConfig{ForwardBackward: sim.Fixed(trainerT), NoOutputs: cheap})
+	s := sim.NewSampler(sim.SamplerConfig{Latency: sim.Fixed(samplerS), Tokens: tokens})
+	n := (cfg.Steps + cfg.MaxStaleness + 2) * cfg.GroupsPerBatch
+	items := make([]rollout.Problem, n)
+	score := reward.Func(func(_ context.Context, s reward.Sample) (float64, error) { return float64(s.Tokens[0] & 1), nil })
+	for i := range items {
+		items[i] = &rollout.SingleTurn{ID: "p", Prompt: rl.Tokens([]int{i & 255, 1, 2}), Reward: score}
+	}
+	maxSt := 0
+	l, err := loop.New(cfg, loop.Deps{Trainer: tr, Samplers: []rl.Sampler{s}, Dataset: rollout.NewSliceDataset(items, 0, 1),
+		Observer: func(m loop.StepMetrics) { maxSt = max(maxSt, m.MaxStaleness) }})
+	if err != nil {
+		return loop.Report{}, 0, err
+	}
+	err = l.Run(ctx)
+	return l.Report(), maxSt, err
+}
