@@ -235,3 +235,25 @@ func TestOptionsFromEnvironment(t *testing.T) {
 	t.Setenv(tinker.EnvBaseURL, "ftp://x")
 	assert.ErrorIs(t, tinker.Options{APIKey: "k"}.Validate(), tinker.ErrOptions)
 }
+
+func TestBadCallDoesNotStallLaterOnes(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil, nil)
+	ctx := context.Background()
+	tr, err := e.c.NewTrainer(ctx, base, wire.LoraConfig{})
+	require.NoError(t, err)
+	bad := rl.Datum{ModelInput: rl.Tokens([]int{1, 2}), LossFnInputs: map[string]rl.TensorData{rl.InputTargetTokens: rl.IntTensor([]int{5})}}
+	fb := tr.ForwardBackward(ctx, []rl.Datum{bad}, ce)
+	op := tr.OptimStep(ctx, rl.AdamParams{})
+	_, err = fb.Wait(ctx)
+	var se *tinker.StatusError
+	require.ErrorAs(t, err, &se)
+	assert.Equal(t, 400, se.Status)
+	assert.Equal(t, "forward_backward_input.data[0].loss_fn_inputs.target_tokens", se.Field)
+	st, err := op.Wait(ctx)
+	require.NoError(t, err, "the server used up the bad call's seq_id, so the step was not held up")
+	assert.Equal(t, policy.Version(1), st.Version)
+	log := e.srv.StepLog(tr.ModelID())
+	require.Len(t, log, 2)
+	assert.Equal(t, server.StepRejected, log[0].Status)
+}
