@@ -400,15 +400,15 @@ func DecodeLoadWeightsRequest(b []byte) (LoadWeightsRequest, error) {
 // SampleRequest is POST /api/v1/asample. What to sample from is named by
 // SamplingSessionID, else ModelPath, else BaseModel.
 type SampleRequest struct {
-	NumSamples         int             `json:"num_samples"`
-	Prompt             rl.ModelInput   `json:"prompt"`
-	SamplingParams     SamplingParams  `json:"sampling_params"`
-	BaseModel          string          `json:"base_model,omitempty"`
-	ModelPath          string          `json:"model_path,omitempty"`
-	SamplingSessionID  string          `json:"sampling_session_id,omitempty"`
-	SeqID              *int64          `json:"seq_id,omitempty"`
-	PromptLogprobs     bool            `json:"prompt_logprobs,omitempty"`
-	TopKPromptLogprobs int             `json:"topk_prompt_logprobs,omitempty"`
+	NumSamples         int            `json:"num_samples"`
+	Prompt             rl.ModelInput  `json:"prompt"`
+	SamplingParams     SamplingParams `json:"sampling_params"`
+	BaseModel          string         `json:"base_model,omitempty"`
+	ModelPath          string         `json:"model_path,omitempty"`
+	SamplingSessionID  string         `json:"sampling_session_id,omitempty"`
+	SeqID              *int64         `json:"seq_id,omitempty"`
+	PromptLogprobs     bool           `json:"prompt_logprobs,omitempty"`
+	TopKPromptLogprobs int            `json:"topk_prompt_logprobs,omitempty"`
 }
 
 // MaxNumSamples bounds num_samples in one request.

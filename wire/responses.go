@@ -385,13 +385,13 @@ type TryAgainResponse struct {
 
 // Queue states of a TryAgainResponse.
 const (
-	QueueActive           = "active"
-	QueuePausedCapacity   = "paused_capacity"
-	QueuePausedRateLimit  = "paused_rate_limit"
-	TypeTryAgain          = "try_again"
-	ErrorCategoryUser     = "user"
-	ErrorCategoryServer   = "server"
-	ErrorCategoryUnknown  = "unknown"
+	QueueActive          = "active"
+	QueuePausedCapacity  = "paused_capacity"
+	QueuePausedRateLimit = "paused_rate_limit"
+	TypeTryAgain         = "try_again"
+	ErrorCategoryUser    = "user"
+	ErrorCategoryServer  = "server"
+	ErrorCategoryUnknown = "unknown"
 )
 
 // RequestFailedResponse is a retrieve_future answer for a failed call.
