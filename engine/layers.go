@@ -100,6 +100,14 @@ func sigmoid(x float64) float64 { return 1 / (1 + math.Exp(-x)) }
 // backward pass (sg may be nil when no backward follows).
 func swiglu[T Float](p par, g, u, h, sg []T) {
 	p.forEach(len(h), 4096, func(lo, hi int) {
+		if g32, ok := any(g).([]float32); ok {
+			var sg32 []float32
+			if sg != nil {
+				sg32 = any(sg).([]float32)[lo:hi]
+			}
+			swiglu32(g32[lo:hi], any(u).([]float32)[lo:hi], any(h).([]float32)[lo:hi], sg32)
+			return
+		}
 		for i := lo; i < hi; i++ {
 			gv := float64(g[i])
 			s := sigmoid(gv)

@@ -66,12 +66,12 @@ func TestOverfitOneSequence(t *testing.T) {
 	for range 60 {
 		_, err := tr.ForwardBackward(context.Background(), data, LossSpec{Name: CrossEntropy})
 		require.NoError(t, err)
-		_, err = tr.OptimStep(AdamParams{LearningRate: 2e-2})
+		_, err = tr.OptimStep(AdamParams{LearningRate: 5e-3})
 		require.NoError(t, err)
 	}
 	last := loss()
 	t.Logf("per-token cross-entropy %.3f → %.3f", first, last)
-	assert.Less(t, last, first/4)
+	assert.Less(t, last, first/20)
 }
 
 func TestFullParameterTraining(t *testing.T) {
