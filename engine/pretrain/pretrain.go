@@ -7,6 +7,7 @@ import (
 	"math"
 
 	"github.com/tandemrl/tandem/engine"
+	"github.com/tandemrl/tandem/engine/kernels"
 )
 
 // Options configure a pretraining run. The zero value of a field means its
@@ -25,7 +26,7 @@ type Options struct {
 
 // DefaultOptions is the recipe of the shipped base model.
 func DefaultOptions() Options {
-	return Options{Config: engine.DefaultConfig(), Seed: 1, Steps: 1500, Batch: 128, LR: 3e-3, Warmup: 100, NoiseRate: 0.1, EvalN: 200}
+	return Options{Config: engine.DefaultConfig(), Seed: 1, Steps: 800, Batch: 128, LR: 3e-3, Warmup: 80, NoiseRate: 0.1, EvalN: 200}
 }
 
 func (o Options) withDefaults() Options {
@@ -95,6 +96,11 @@ type Report struct {
 	Tokens    int     // training tokens seen
 	FinalLoss float64 // mean per-token loss over the last 10% of steps
 	Accuracy  float64 // greedy exact-answer rate on EvalN held-out problems
+	// Kernels names the matrix kernels used (kernels.Implementation()):
+	// results are bit-identical across runs and thread counts for the same
+	// kernels; AVX-512, AVX2 and portable kernels round differently. Set
+	// TANDEM_KERNELS to pin one.
+	Kernels string
 }
 
 // Run pretrains a model from scratch. progress (may be nil) is called after
@@ -115,7 +121,7 @@ func Run(ctx context.Context, o Options, progress func(Progress)) (*engine.Model
 	}
 	corpus := NewCorpus(o.Seed, 1, o.NoiseRate)
 	var tok engine.Tokenizer
-	rep := Report{Options: o, Params: base.NumParams()}
+	rep := Report{Options: o, Params: base.NumParams(), Kernels: kernels.Implementation()}
 	tail := max(1, o.Steps/10)
 	var tailLoss, tailTokens float64
 	for s := 1; s <= o.Steps; s++ {
