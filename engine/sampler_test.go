@@ -289,3 +289,40 @@ func TestSampleRejects(t *testing.T) {
 	assert.ErrorIs(t, err, context.Canceled)
 	_ = rand.Int
 }
+
+func TestSamplerConcurrentUse(t *testing.T) {
+	t.Parallel()
+	base, ad := trainedAdapter[float32](t, smallConfig())
+	s, err := NewSampler(base, SamplerOptions{Threads: 2})
+	require.NoError(t, err)
+	p := SampleParams{MaxTokens: 5, Temperature: 1, Seed: 3}
+	want, _, err := s.Sample(context.Background(), []int{BOS, 5}, 2, p)
+	require.NoError(t, err)
+	done := make(chan error, 4)
+	for g := range 4 {
+		go func() {
+			for range 5 {
+				got, _, err := s.Sample(context.Background(), []int{BOS, 5}, 2, p)
+				if err != nil {
+					done <- err
+					return
+				}
+				if g%2 == 0 && len(got) != 2 {
+					done <- assert.AnError
+					return
+				}
+			}
+			done <- nil
+		}()
+	}
+	for range 3 {
+		require.NoError(t, s.SetAdapter(ad))
+		require.NoError(t, s.SetAdapter(nil))
+	}
+	for range 4 {
+		require.NoError(t, <-done)
+	}
+	got, _, err := s.Sample(context.Background(), []int{BOS, 5}, 2, p)
+	require.NoError(t, err)
+	assert.Equal(t, want, got, "back on the base, same results")
+}
