@@ -189,24 +189,44 @@ func (r *Runner) singleTurn(ctx context.Context, s rl.Sampler, p *SingleTurn) (r
 	}
 	trajs := make([]rl.Trajectory, n)
 	trans := make([]rl.Transition, n)
-	for i := range out.Sequences {
-		seq := &out.Sequences[i]
-		if len(seq.Logprobs) != len(seq.Tokens) {
-			return rl.Group{}, fmt.Errorf("sample: sequence %d has %d tokens but %d logprobs", i, len(seq.Tokens), len(seq.Logprobs))
-		}
-		sm := reward.Sample{Prompt: firstChunk(p.Prompt), Tokens: seq.Tokens, Reference: p.Reference, Truncated: seq.StopReason == rl.StopLength}
-		if decode != nil {
-			sm.Text = decode(seq.Tokens)
-		}
-		rw, err := score(ctx, p.Reward, sm)
-		if err != nil {
-			return rl.Group{}, err
-		}
-		trans[i] = rl.Transition{Observation: p.Prompt, Action: seq.Tokens, Logprobs: seq.Logprobs,
-			Reward: rw, StopReason: seq.StopReason, Version: out.Version}
+	if err := scoreAll(ctx, p, decode, out, trans); err != nil {
+		return rl.Group{}, err
+	}
+	for i := range trajs {
 		trajs[i].Transitions = trans[i : i+1 : i+1]
 	}
 	return rl.Group{Version: out.Version, Trajectories: trajs}, nil
+}
+
+// scoreAll scores every sequence of out and fills trans, with one recover
+// for the whole group (a panic in the reward function fails the group).
+func scoreAll(ctx context.Context, p *SingleTurn, decode func([]int) string, out rl.SampleOutput, trans []rl.Transition) (err error) {
+	if p.Reward == nil {
+		return errors.New("reward: problem has no reward function")
+	}
+	defer func() {
+		if x := recover(); x != nil {
+			err = &PanicError{Where: "reward", Value: x, Stack: debug.Stack()}
+		}
+	}()
+	prompt := firstChunk(p.Prompt)
+	for i := range out.Sequences {
+		seq := &out.Sequences[i]
+		if len(seq.Logprobs) != len(seq.Tokens) {
+			return fmt.Errorf("sample: sequence %d has %d tokens but %d logprobs", i, len(seq.Tokens), len(seq.Logprobs))
+		}
+		sm := reward.Sample{Prompt: prompt, Tokens: seq.Tokens, Reference: p.Reference, Truncated: seq.StopReason == rl.StopLength}
+		if decode != nil {
+			sm.Text = decode(seq.Tokens)
+		}
+		rw, err := p.Reward(ctx, sm)
+		if err != nil {
+			return fmt.Errorf("reward: %w", err)
+		}
+		trans[i] = rl.Transition{Observation: p.Prompt, Action: seq.Tokens, Logprobs: seq.Logprobs,
+			Reward: rw, StopReason: seq.StopReason, Version: out.Version}
+	}
+	return nil
 }
 
 // firstChunk returns the prompt's tokens without copying when it has one
@@ -216,22 +236,6 @@ func firstChunk(m rl.ModelInput) []int {
 		return m.Chunks[0].Tokens
 	}
 	return m.AllTokens()
-}
-
-func score(ctx context.Context, f reward.Func, s reward.Sample) (v float64, err error) {
-	if f == nil {
-		return 0, errors.New("reward: problem has no reward function")
-	}
-	defer func() {
-		if x := recover(); x != nil {
-			err = &PanicError{Where: "reward", Value: x, Stack: debug.Stack()}
-		}
-	}()
-	v, err = f(ctx, s)
-	if err != nil {
-		err = fmt.Errorf("reward: %w", err)
-	}
-	return v, err
 }
 
 func (r *Runner) multiTurn(ctx context.Context, s rl.Sampler, p Problem) (rl.Group, error) {

@@ -224,8 +224,9 @@ func (l *Loop) Run(ctx context.Context) (err error) {
 	l.report = rep
 	l.mu.Unlock()
 
+	completed := cfg.Steps > 0 && ln.steps >= cfg.Steps
 	switch {
-	case lerr == nil:
+	case completed && lerr == nil:
 		return nil
 	case ctx.Err() != nil:
 		return context.Cause(ctx)
