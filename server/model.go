@@ -259,7 +259,7 @@ func (s *Server) expireParked(m *model, n int64, op *trainOp) {
 		return
 	}
 	msg := m.seq.waitingFor(n) + fmt.Sprintf(" within %v", s.cfg.SeqWait)
-	m.log = append(m.log, StepEntry{Seq: n, Kind: op.kind, RequestID: op.fut.id, Status: StepTimedOut, Version: m.version, Error: msg})
+	s.logStepLocked(m, StepEntry{Seq: n, Kind: op.kind, RequestID: op.fut.id, Status: StepTimedOut, Version: m.version, Error: msg})
 	s.futures.fail(op.fut, wire.ErrorCategoryUser, msg) // no-op for a rejected call, already failed
 }
 
@@ -277,7 +277,7 @@ func (s *Server) startLocked(m *model, op *trainOp) {
 		seq = *op.seq
 	}
 	if op.rejected != nil {
-		m.log = append(m.log, StepEntry{Seq: seq, Kind: op.kind, RequestID: op.fut.id, Status: StepRejected, Version: m.version, Error: op.rejected.Error()})
+		s.logStepLocked(m, StepEntry{Seq: seq, Kind: op.kind, RequestID: op.fut.id, Status: StepRejected, Version: m.version, Error: op.rejected.Error()})
 		return
 	}
 	idx := len(m.log)
@@ -303,6 +303,9 @@ func (s *Server) startLocked(m *model, op *trainOp) {
 		} else {
 			e.Status = StepApplied
 		}
+		if s.onStep != nil {
+			s.onStep(m.id, *e)
+		}
 		m.mu.Unlock()
 		if out.err != nil {
 			s.futures.fail(op.fut, wire.ErrorCategoryUnknown, fmt.Sprintf("%s: %v", op.kind, out.err))
@@ -323,6 +326,14 @@ func (s *Server) reject(m *model, owner, kind string, seq int64, cause error) {
 	}
 	s.futures.fail(f, wire.ErrorCategoryUser, cause.Error())
 	_, _ = s.submit(m, &trainOp{kind: kind, seq: &seq, fut: f, rejected: cause})
+}
+
+// logStepLocked appends a finished entry and tells the observer. m.mu is held.
+func (s *Server) logStepLocked(m *model, e StepEntry) {
+	m.log = append(m.log, e)
+	if s.onStep != nil {
+		s.onStep(m.id, e)
+	}
 }
 
 func (m *model) stopTimers() {

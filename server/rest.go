@@ -174,3 +174,21 @@ func (s *Server) archive(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Expires", expires.UTC().Format(http.TimeFormat))
 	w.WriteHeader(http.StatusFound)
 }
+
+// StepLogResponse answers GET training_runs/{id}/step_log, a tandem
+// extension: the model's step log, for tests and audits across processes.
+type StepLogResponse struct {
+	Steps []StepEntry `json:"steps"`
+}
+
+func (s *Server) stepLog(w http.ResponseWriter, r *http.Request) {
+	m, err := s.modelFor(ownerOf(r), r.PathValue("run"))
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	m.mu.Lock()
+	out := StepLogResponse{Steps: append([]StepEntry{}, m.log...)}
+	m.mu.Unlock()
+	writeJSON(w, http.StatusOK, out)
+}

@@ -20,17 +20,23 @@ type Options struct {
 	Store CheckpointStore
 	// Now is the clock; default time.Now. Tests pass a fake one.
 	Now func() time.Time
+	// OnStep, when set, is told each training call's final step-log entry
+	// (applied, failed, rejected or timed_out), per model in log order, e.g.
+	// to append it to a file that outlives the process. It is called with
+	// the model's lock held: it must return quickly and not call the server.
+	OnStep func(model string, e StepEntry)
 }
 
 // Server serves the Tinker API over a Backend. It is an http.Handler, safe
 // for concurrent use. Close it to stop the calls still running.
 type Server struct {
-	cfg   Config
-	be    Backend
-	store CheckpointStore
-	now   func() time.Time
-	keys  keyring
-	mux   *http.ServeMux
+	cfg    Config
+	be     Backend
+	store  CheckpointStore
+	now    func() time.Time
+	onStep func(string, StepEntry)
+	keys   keyring
+	mux    *http.ServeMux
 
 	ctx    context.Context // ends on Close; every call runs under it
 	cancel context.CancelCauseFunc
@@ -67,7 +73,7 @@ func New(cfg Config, opts Options) (*Server, error) {
 	}
 	ctx, cancel := context.WithCancelCause(context.Background())
 	s := &Server{
-		cfg: cfg, be: opts.Backend, store: opts.Store, now: now,
+		cfg: cfg, be: opts.Backend, store: opts.Store, now: now, onStep: opts.OnStep,
 		keys: newKeyring(cfg.APIKeys), ctx: ctx, cancel: cancel,
 		futures:  newFutureStore(now, cfg.FutureTTL, cfg.MaxInFlight, cfg.MaxResults),
 		idem:     newIdemStore(now, cfg.FutureTTL, 100_000),
@@ -142,6 +148,7 @@ func (s *Server) routes() {
 	get("training_runs", s.listRuns)
 	get("training_runs/{run}", s.getRun)
 	get("training_runs/{run}/checkpoints", s.listCheckpoints)
+	get("training_runs/{run}/step_log", s.stepLog)
 	get("models/{run}/checkpoints", s.listCheckpoints)
 	get("training_runs/{run}/checkpoints/{kind}/{name}/archive", s.archive)
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {

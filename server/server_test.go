@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"github.com/tandemrl/tandem/server"
 	"net/http"
@@ -407,4 +408,33 @@ func TestBearerAuth(t *testing.T) {
 	assert.Equal(t, http.StatusOK, status)
 	status, _ = h.call("", http.MethodPost, "create_session", `{}`, "Authorization", "Bearer wrong-key-000")
 	assert.Equal(t, http.StatusUnauthorized, status)
+}
+
+func TestStepLogObserverAndEndpoint(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var seen []server.StepEntry
+	h := newHarnessWith(t, nil, func(o *server.Options) {
+		o.OnStep = func(_ string, e server.StepEntry) {
+			mu.Lock()
+			seen = append(seen, e)
+			mu.Unlock()
+		}
+	})
+	model := h.model(keyA, h.session(keyA), 0)
+	status, _ := h.call(keyA, http.MethodPost, "optim_step", fmt.Sprintf(`{"model_id":%q,"seq_id":1,"adam_params":{"eps":-1}}`, model))
+	require.Equal(t, http.StatusBadRequest, status)
+	h.ok(keyA, h.submit(keyA, "forward_backward", fwdBwd(model, 2, 1)))
+	h.ok(keyA, h.submit(keyA, "optim_step", optim(model, 3, 1)))
+
+	status, body := h.call(keyA, http.MethodGet, "training_runs/"+model+"/step_log", nil)
+	require.Equal(t, http.StatusOK, status)
+	var got server.StepLogResponse
+	require.NoError(t, json.Unmarshal(body, &got))
+	assert.Equal(t, h.srv.StepLog(model), got.Steps)
+	mu.Lock()
+	assert.Equal(t, got.Steps, seen, "the observer saw every entry, in order, in its final state")
+	mu.Unlock()
+	status, _ = h.call(keyB, http.MethodGet, "training_runs/"+model+"/step_log", nil)
+	assert.Equal(t, http.StatusNotFound, status)
 }
