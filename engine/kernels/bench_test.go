@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"testing"
+	"time"
 
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/gonum"
@@ -31,6 +32,12 @@ var benchShapes = []benchShape{
 	{"train-bwd-GW", false, false, 4096, 256, 768},
 	{"train-bwd-GtX", true, false, 768, 256, 4096},
 	{"train-unembed-XWt", false, true, 4096, 256, 256},
+	// LoRA of rank 16 on a 256→768 projection: X·Aᵀ, H·Bᵀ and the two
+	// adapter gradients.
+	{"lora-XAt", false, true, 4096, 16, 256},
+	{"lora-HBt", false, true, 4096, 768, 16},
+	{"lora-dB-GtH", true, false, 768, 16, 4096},
+	{"lora-dA-dHtX", true, false, 16, 256, 4096},
 }
 
 func (s benchShape) operands() (a, b, c []float32, lda, ldb, ldc int) {
@@ -77,6 +84,36 @@ func BenchmarkSgemm(b *testing.B) {
 			}
 			reportGFLOPS(b, s)
 		})
+	}
+}
+
+// BenchmarkSgemmImpls runs every float32 implementation this machine has
+// (portable, AVX2, AVX-512) on one thread, timed by the thread's CPU time
+// (cpuGFLOP/s) as well as by the clock.
+func BenchmarkSgemmImpls(b *testing.B) {
+	for _, s := range benchShapes {
+		a, bb, c, lda, ldb, ldc := s.operands()
+		for _, im := range sgemmImpls() {
+			if im == goSgemm && s.m*s.n*s.k > 1<<26 && testing.Short() {
+				continue
+			}
+			b.Run(s.name+"/"+im.name, func(b *testing.B) {
+				runtime.LockOSThread()
+				defer runtime.UnlockOSThread()
+				start := threadCPU()
+				for b.Loop() {
+					gemm(im, Par{}, s.tA, s.tB, s.m, s.n, s.k, 1, a, lda, bb, ldb, 0, c, ldc)
+				}
+				reportCPUGFLOPS(b, s, threadCPU()-start)
+				reportGFLOPS(b, s)
+			})
+		}
+	}
+}
+
+func reportCPUGFLOPS(b *testing.B, s benchShape, cpu time.Duration) {
+	if cpu > 0 {
+		b.ReportMetric(2*float64(s.m)*float64(s.n)*float64(s.k)*float64(b.N)/cpu.Seconds()/1e9, "cpuGFLOP/s")
 	}
 }
 

@@ -30,13 +30,24 @@ type gemmImpl[T float] struct {
 	// B is used in place when it is not transposed (packing would cost more
 	// than it saves).
 	packBMinRows int
-	// packAMinPanels: a work item packs its block of A when it will run it
-	// against at least this many B panels; with fewer, the kernel reads A in
-	// place and only a partial last panel is packed.
-	packAMinPanels int
-	pool           *sync.Pool // of *[]T scratch buffers
+	// packAMinPanels (packATransMinPanels when A is transposed): a work item
+	// packs its block of A when it will run it against at least this many B
+	// panels; otherwise the kernel reads A in place and only a partial last
+	// panel is packed. Reading a transposed A in place walks down columns at
+	// stride lda, which thrashes a few L1 sets; rows in place are cheap.
+	packAMinPanels, packATransMinPanels int
+	pool                                *sync.Pool // of *[]T scratch buffers
 	// dot, when set, handles op(A) = A, op(B) = Bᵀ with m <= dot.maxRows.
 	dot *dotImpl[T]
+	// narrow, when set, handles problems with n <= narrowMaxN (a kernel with
+	// narrower tiles wastes less on padding).
+	narrow     *gemmImpl[T]
+	narrowMaxN int
+	// swapMaxN: a transposed A with n <= swapMaxN and m >= 4n is computed as
+	// Cᵀ = op(B)ᵀ·op(A)ᵀ into scratch, then transposed into C: the wide
+	// problem reads the transposed A in place, where the narrow one would
+	// repack all of it for one or two panels of B.
+	swapMaxN int
 }
 
 func ceilDiv(a, b int) int { return (a + b - 1) / b }
@@ -66,6 +77,14 @@ func gemm[T float](im *gemmImpl[T], par Par, tA, tB bool, m, n, k int, alpha T, 
 	}
 	if k == 0 || alpha == 0 {
 		scaleC(m, n, beta, c, ldc)
+		return
+	}
+	if im.narrow != nil && n <= im.narrowMaxN {
+		gemm(im.narrow, par, tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+		return
+	}
+	if tA && n <= im.swapMaxN && m >= 4*n {
+		swapGemm(im, par, tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 		return
 	}
 	if d := im.dot; d != nil && !tA && tB && m <= d.maxRows {
@@ -124,6 +143,9 @@ func gemm[T float](im *gemmImpl[T], par Par, tA, tB bool, m, n, k int, alpha T, 
 				bet = 1
 			}
 			packA := jp1-jp0 >= im.packAMinPanels
+			if tA {
+				packA = jp1-jp0 >= im.packATransMinPanels
+			}
 			if packA {
 				for ip := 0; ip*mr < mb; ip++ {
 					packAPanel(tA, a, lda, i0+ip*mr, min(mr, mb-ip*mr), pc, kb, mr, aBuf[ip*kb*mr:(ip+1)*kb*mr])
@@ -177,6 +199,28 @@ func gemm[T float](im *gemmImpl[T], par Par, tA, tB bool, m, n, k int, alpha T, 
 			}
 		}
 	})
+}
+
+// swapGemm computes T = op(B)ᵀ·op(A)ᵀ (n×m) with gemm, then
+// C = alpha·Tᵀ + beta·C. The choice depends on the shape only, so results
+// stay independent of par.
+func swapGemm[T float](im *gemmImpl[T], par Par, tA, tB bool, m, n, k int, alpha T, a []T, lda int, b []T, ldb int, beta T, c []T, ldc int) {
+	buf := im.getBuf(n * m)
+	defer im.putBuf(buf)
+	t := *buf
+	gemm(im, par, !tB, !tA, n, m, k, 1, b, ldb, a, lda, 0, t, m)
+	for i := range m {
+		row := c[i*ldc : i*ldc+n]
+		if beta == 0 {
+			for j := range row {
+				row[j] = alpha * t[j*m+i]
+			}
+			continue
+		}
+		for j := range row {
+			row[j] = alpha*t[j*m+i] + beta*row[j]
+		}
+	}
 }
 
 // scaleC sets C = beta·C; beta == 0 overwrites C with zeros (NaNs included).

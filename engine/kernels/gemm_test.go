@@ -46,27 +46,19 @@ var alphaBetas = [][2]float64{{1, 0}, {-0.5, 0}, {1, 1}, {1.5, -0.25}, {0, 0.5},
 
 func TestSgemmAgainstReference(t *testing.T) {
 	t.Parallel()
-	for _, im := range sgemmImpls() {
-		t.Run(im.name, func(t *testing.T) {
-			t.Parallel()
-			testGemmAgainstReference(t, im)
-		})
-	}
+	testGemmShapes(t, sgemmImpls(), testShapes(), 2)
 }
 
 func TestDgemmAgainstReference(t *testing.T) {
 	t.Parallel()
-	for _, im := range dgemmImpls() {
-		t.Run(im.name, func(t *testing.T) {
-			t.Parallel()
-			testGemmAgainstReference(t, im)
-		})
-	}
+	testGemmShapes(t, dgemmImpls(), testShapes(), 3)
 }
 
-func testGemmAgainstReference[T float](t *testing.T, im *gemmImpl[T]) {
-	rng := rand.New(rand.NewPCG(1, 2))
-	for si, s := range testShapes() {
+// testGemmShapes runs every implementation on every shape against the
+// float64 reference, with the scalar cases taken in turn.
+func testGemmShapes[T float](t *testing.T, impls []*gemmImpl[T], shapes []shape, seed uint64) {
+	rng := rand.New(rand.NewPCG(1, seed))
+	for si, s := range shapes {
 		o := newOperands[T](rng, s)
 		ab := alphaBetas[si%len(alphaBetas)]
 		alpha, beta := T(ab[0]), T(ab[1])
@@ -79,10 +71,34 @@ func testGemmAgainstReference[T float](t *testing.T, im *gemmImpl[T]) {
 			}
 		}
 		want, scale := o.reference(alpha, beta)
-		got := slices.Clone(o.c)
-		gemm(im, Par{Threads: 2}, s.tA, s.tB, s.m, s.n, s.k, alpha, o.a, o.lda, o.b, o.ldb, beta, got, o.ldc)
-		requireClose(t, o, o.c, got, want, scale)
+		for _, im := range impls {
+			got := slices.Clone(o.c)
+			gemm(im, Par{Threads: 2}, s.tA, s.tB, s.m, s.n, s.k, alpha, o.a, o.lda, o.b, o.ldb, beta, got, o.ldc)
+			requireClose(t, im.name, o, got, want, scale)
+		}
 	}
+}
+
+// TestGemmPaths runs every implementation with each of its path choices
+// forced, on a smaller set of shapes.
+func TestGemmPaths(t *testing.T) {
+	t.Parallel()
+	var shapes []shape
+	for i, s := range testShapes() {
+		if i%3 == 0 && s.m*s.n*s.k < 1<<18 {
+			shapes = append(shapes, s)
+		}
+	}
+	var s32 []*gemmImpl[float32]
+	for _, base := range sgemmImpls() {
+		s32 = append(s32, pathVariants(base)...)
+	}
+	var s64 []*gemmImpl[float64]
+	for _, base := range dgemmImpls() {
+		s64 = append(s64, pathVariants(base)...)
+	}
+	testGemmShapes(t, s32, shapes, 11)
+	testGemmShapes(t, s64, shapes, 12)
 }
 
 // TestGemmAlphaBetaVariants runs every scalar case on one shape per transpose
@@ -98,13 +114,13 @@ func TestGemmAlphaBetaVariants(t *testing.T) {
 				want, scale := o32.reference(float32(ab[0]), float32(ab[1]))
 				got := slices.Clone(o32.c)
 				Par{}.Sgemm(tA, tB, s.m, s.n, s.k, float32(ab[0]), o32.a, o32.lda, o32.b, o32.ldb, float32(ab[1]), got, o32.ldc)
-				requireClose(t, o32, o32.c, got, want, scale)
+				requireClose(t, "Sgemm", o32, got, want, scale)
 
 				o64 := newOperands[float64](rng, s)
 				want, scale = o64.reference(ab[0], ab[1])
 				got64 := slices.Clone(o64.c)
 				Par{Threads: 3}.Dgemm(tA, tB, s.m, s.n, s.k, ab[0], o64.a, o64.lda, o64.b, o64.ldb, ab[1], got64, o64.ldc)
-				requireClose(t, o64, o64.c, got64, want, scale)
+				requireClose(t, "Dgemm", o64, got64, want, scale)
 			}
 		}
 	}

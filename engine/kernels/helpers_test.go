@@ -74,25 +74,38 @@ func (o operands[T]) opB(p, j int) float64 {
 // rounding error.
 func (o operands[T]) reference(alpha, beta T) (want, scale []float64) {
 	m, n, k := o.s.m, o.s.n, o.s.k
+	opA := make([]float64, m*k)
+	for i := range m {
+		for p := range k {
+			opA[i*k+p] = o.opA(i, p)
+		}
+	}
+	opB := make([]float64, k*n)
+	for p := range k {
+		for j := range n {
+			opB[p*n+j] = o.opB(p, j)
+		}
+	}
 	want = make([]float64, m*n)
 	scale = make([]float64, m*n)
 	for i := range m {
+		sum, abs := want[i*n:(i+1)*n], scale[i*n:(i+1)*n]
+		for p := range k {
+			x := opA[i*k+p]
+			row := opB[p*n : (p+1)*n]
+			for j, y := range row {
+				sum[j] += x * y
+				abs[j] += math.Abs(x * y)
+			}
+		}
 		for j := range n {
-			var sum, abs float64
-			for p := range k {
-				x := o.opA(i, p) * o.opB(p, j)
-				sum += x
-				abs += math.Abs(x)
-			}
-			v := float64(alpha) * sum
-			sc := math.Abs(float64(alpha)) * abs
+			sum[j] *= float64(alpha)
+			abs[j] *= math.Abs(float64(alpha))
 			if beta != 0 {
-				c := float64(o.c[i*o.ldc+j])
-				v += float64(beta) * c
-				sc += math.Abs(float64(beta) * c)
+				c := float64(beta) * float64(o.c[i*o.ldc+j])
+				sum[j] += c
+				abs[j] += math.Abs(c)
 			}
-			want[i*n+j] = v
-			scale[i*n+j] = sc
 		}
 	}
 	return want, scale
@@ -110,7 +123,7 @@ func unitRoundoff[T float]() float64 {
 // requireClose checks got (C after the call) against the reference within the
 // classical bound for a length-k sum, γ ≈ (k+2)·u of the absolute magnitude,
 // and checks that the padding of C was left alone.
-func requireClose[T float](t *testing.T, o operands[T], before []T, got []T, want, scale []float64) {
+func requireClose[T float](t *testing.T, impl string, o operands[T], got []T, want, scale []float64) {
 	t.Helper()
 	m, n, k := o.s.m, o.s.n, o.s.k
 	tol := 2 * float64(k+2) * unitRoundoff[T]()
@@ -120,12 +133,11 @@ func requireClose[T float](t *testing.T, o operands[T], before []T, got []T, wan
 			w := want[i*n+j]
 			bound := tol*scale[i*n+j] + 1e-300
 			if !(math.Abs(g-w) <= bound) {
-				require.Failf(t, "element differs", "%+v: C[%d,%d] = %g, want %g (bound %g)", o.s, i, j, g, w, bound)
+				require.Failf(t, "element differs", "%s %+v: C[%d,%d] = %g, want %g (bound %g)", impl, o.s, i, j, g, w, bound)
 			}
 		}
 		for j := n; j < o.ldc && i*o.ldc+j < len(got); j++ {
-			require.True(t, math.IsNaN(float64(got[i*o.ldc+j])), "%+v: padding C[%d,%d] was written", o.s, i, j)
+			require.True(t, math.IsNaN(float64(got[i*o.ldc+j])), "%s %+v: padding C[%d,%d] was written", impl, o.s, i, j)
 		}
 	}
-	_ = before
 }

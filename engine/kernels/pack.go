@@ -6,7 +6,25 @@ package kernels
 func packAPanel[T float](tA bool, a []T, lda, i, mi, pc, kb, mr int, dst []T) {
 	d := dst[:kb*mr]
 	if tA {
-		// op(A)(i, q) = a[q*lda+i]: each depth step is a contiguous run.
+		// op(A)(i, q) = a[q*lda+i]: each depth step is a contiguous run;
+		// copied as fixed-size arrays for the kernels' tile heights.
+		switch {
+		case mi == 12 && mr == 12:
+			for p := range kb {
+				o := (pc+p)*lda + i
+				s, t := a[o:o+12:o+12], d[p*12:p*12+12:p*12+12]
+				t[0], t[1], t[2], t[3], t[4], t[5] = s[0], s[1], s[2], s[3], s[4], s[5]
+				t[6], t[7], t[8], t[9], t[10], t[11] = s[6], s[7], s[8], s[9], s[10], s[11]
+			}
+			return
+		case mi == 6 && mr == 6:
+			for p := range kb {
+				o := (pc+p)*lda + i
+				s, t := a[o:o+6:o+6], d[p*6:p*6+6:p*6+6]
+				t[0], t[1], t[2], t[3], t[4], t[5] = s[0], s[1], s[2], s[3], s[4], s[5]
+			}
+			return
+		}
 		for p := range kb {
 			row := d[p*mr : p*mr+mr]
 			copy(row, a[(pc+p)*lda+i:][:mi])

@@ -6,26 +6,42 @@ import (
 	"testing"
 )
 
-// BenchmarkSgemmVariants runs the blocking choices of the float32 kernels
-// side by side on the engine's shapes (for tuning the thresholds).
-func BenchmarkSgemmVariants(b *testing.B) {
-	base := *sgemmImpl
-	variants := map[string]func(*gemmImpl[float32]){
-		"packA=always": func(im *gemmImpl[float32]) { im.packAMinPanels = 1 },
-		"packA=never":  func(im *gemmImpl[float32]) { im.packAMinPanels = 1 << 30 },
-		"packB=always": func(im *gemmImpl[float32]) { im.packBMinRows = 0; im.dot = nil },
-		"packB=never":  func(im *gemmImpl[float32]) { im.packBMinRows = 1 << 30; im.dot = nil },
+// BenchmarkSgemmTuning runs blocking choices of the selected float32 kernels
+// side by side on the engine's shapes, to set their thresholds:
+// go test -run - -bench SgemmTuning -count 3.
+func BenchmarkSgemmTuning(b *testing.B) {
+	type variant struct {
+		name string
+		set  func(*gemmImpl[float32])
 	}
+	var variants []variant
+	for _, kc := range []int{128, 256, 384} {
+		for _, pa := range []int{1, 1 << 30} {
+			variants = append(variants, variant{fmt.Sprintf("kc=%d,packA=%t", kc, pa == 1), func(im *gemmImpl[float32]) {
+				im.kc, im.packAMinPanels, im.packATransMinPanels = kc, pa, pa
+			}})
+		}
+	}
+	variants = append(variants,
+		variant{"packB=always", func(im *gemmImpl[float32]) { im.packBMinRows = 0; im.dot = nil }},
+		variant{"packB=never", func(im *gemmImpl[float32]) { im.packBMinRows = 1 << 30; im.dot = nil }},
+	)
 	for _, s := range benchShapes {
 		a, bb, c, lda, ldb, ldc := s.operands()
-		for _, name := range []string{"packA=always", "packA=never", "packB=always", "packB=never"} {
-			im := base
-			variants[name](&im)
-			b.Run(fmt.Sprintf("%s/%s", s.name, name), func(b *testing.B) {
-				p := Par{Threads: runtime.GOMAXPROCS(0)}
+		for _, v := range variants {
+			im := *sgemmImpl
+			v.set(&im)
+			b.Run(s.name+"/"+v.name, func(b *testing.B) {
+				// One thread, timed by the CPU time of its OS thread, so that
+				// other processes on a shared machine do not blur the
+				// comparison.
+				runtime.LockOSThread()
+				defer runtime.UnlockOSThread()
+				start := threadCPU()
 				for b.Loop() {
-					gemm(&im, p, s.tA, s.tB, s.m, s.n, s.k, 1, a, lda, bb, ldb, 0, c, ldc)
+					gemm(&im, Par{}, s.tA, s.tB, s.m, s.n, s.k, 1, a, lda, bb, ldb, 0, c, ldc)
 				}
+				reportCPUGFLOPS(b, s, threadCPU()-start)
 				reportGFLOPS(b, s)
 			})
 		}

@@ -1,0 +1,8 @@
+//go:build !linux
+
+package kernels
+
+import "time"
+
+// threadCPU is unavailable here; benchmarks then report wall-clock rates only.
+func threadCPU() time.Duration { return 0 }
