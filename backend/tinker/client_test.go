@@ -2,6 +2,7 @@ package tinker_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -232,6 +233,21 @@ func TestOptionsFromEnvironment(t *testing.T) {
 	require.ErrorIs(t, err, tinker.ErrOptions)
 	assert.Contains(t, err.Error(), tinker.EnvAPIKey)
 	require.NoError(t, tinker.Options{APIKey: "explicit"}.Validate(), "an explicit option stands in for the environment")
+	t.Setenv(tinker.EnvTags, "a,b")
+	t.Setenv(tinker.EnvCFClientID, "cf-id")
+	var got []string
+	var gotCF string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body struct{ Tags []string }
+		_ = json.NewDecoder(r.Body).Decode(&body)
+		got, gotCF = body.Tags, r.Header.Get("CF-Access-Client-Id")
+		w.WriteHeader(http.StatusBadRequest)
+	}))
+	defer srv.Close()
+	_, err = tinker.New(context.Background(), tinker.Options{BaseURL: srv.URL, APIKey: "k"})
+	require.Error(t, err)
+	assert.Equal(t, []string{"a", "b"}, got)
+	assert.Equal(t, "cf-id", gotCF)
 	t.Setenv(tinker.EnvBaseURL, "ftp://x")
 	assert.ErrorIs(t, tinker.Options{APIKey: "k"}.Validate(), tinker.ErrOptions)
 }

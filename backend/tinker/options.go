@@ -14,6 +14,10 @@ import (
 const (
 	EnvBaseURL = "TINKER_BASE_URL"
 	EnvAPIKey  = "TINKER_API_KEY"
+	EnvTags    = "TINKER_TAGS" // comma-separated session tags
+	// Cloudflare Access credentials, sent as CF-Access-Client-Id/-Secret.
+	EnvCFClientID     = "CLOUDFLARE_ACCESS_CLIENT_ID"
+	EnvCFClientSecret = "CLOUDFLARE_ACCESS_CLIENT_SECRET"
 )
 
 // SDKVersion is the SDK version this client mirrors, sent in create_session.
@@ -41,9 +45,14 @@ type Options struct {
 	PollTimeout time.Duration
 	// PollInterval is the pause after a try_again answer; default 100 ms.
 	PollInterval time.Duration
-	// Tags and UserMetadata are sent with create_session.
+	// Tags and UserMetadata are sent with create_session; Tags defaults to
+	// TINKER_TAGS split at commas.
 	Tags         []string
 	UserMetadata map[string]any
+	// Headers are added to every request. CF-Access-Client-Id and
+	// CF-Access-Client-Secret default to the CLOUDFLARE_ACCESS_* variables,
+	// as in the SDK.
+	Headers map[string]string
 }
 
 // ErrOptions is matched by every configuration error.
@@ -58,6 +67,21 @@ func (o Options) withDefaults() Options {
 		o.APIKey = os.Getenv(EnvAPIKey)
 	}
 	o.BaseURL = strings.TrimRight(o.BaseURL, "/")
+	if o.Tags == nil {
+		if v := os.Getenv(EnvTags); v != "" {
+			o.Tags = strings.Split(v, ",")
+		}
+	}
+	h := make(map[string]string, len(o.Headers)+2)
+	for k, v := range map[string]string{"CF-Access-Client-Id": os.Getenv(EnvCFClientID), "CF-Access-Client-Secret": os.Getenv(EnvCFClientSecret)} {
+		if v != "" {
+			h[k] = v
+		}
+	}
+	for k, v := range o.Headers {
+		h[k] = v
+	}
+	o.Headers = h
 	if o.HTTPClient == nil {
 		o.HTTPClient = &http.Client{}
 	}

@@ -135,6 +135,9 @@ func (c *Client) do(ctx context.Context, r request) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tinker: build request: %w", err)
 	}
+	for k, v := range c.opts.Headers {
+		req.Header.Set(k, v)
+	}
 	req.Header.Set("X-API-Key", c.opts.APIKey)
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set("User-Agent", "tandem-tinker/"+SDKVersion)
