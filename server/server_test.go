@@ -191,25 +191,32 @@ func TestFutureExpiry(t *testing.T) {
 
 func TestBackPressure(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, func(c *server.Config) { c.MaxInFlight = 1 })
-	h.be.SampleDelay = 300 * time.Millisecond
+	gate := make(chan struct{})
+	h := newHarnessWith(t, func(c *server.Config) { c.MaxInFlight = 1 }, func(o *server.Options) {
+		o.Backend = &servertest.Backend{Gate: gate}
+	})
 	body := `{"base_model":"tiny-base","prompt":{"chunks":[{"tokens":[1]}]},"sampling_params":{"max_tokens":1}}`
 	first := h.submit(keyA, "asample", body)
 	status, out := h.call(keyA, http.MethodPost, "asample", body)
 	assert.Equal(t, http.StatusTooManyRequests, status, "%s", out)
+	close(gate)
 	h.ok(keyA, first)
 	h.ok(keyA, h.submit(keyA, "asample", body))
 }
 
 func TestTryAgainWhileRunning(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, func(c *server.Config) { c.PollWait = 10 * time.Millisecond })
-	h.be.SampleDelay = 200 * time.Millisecond
+	gate := make(chan struct{})
+	h := newHarnessWith(t, func(c *server.Config) { c.PollWait = 10 * time.Millisecond }, func(o *server.Options) {
+		o.Backend = &servertest.Backend{Gate: gate}
+	})
 	id := h.submit(keyA, "asample", `{"base_model":"tiny-base","prompt":{"chunks":[{"tokens":[1]}]},"sampling_params":{"max_tokens":1}}`)
 	r, err := wire.DecodeFutureResult(h.post(keyA, "retrieve_future", fmt.Sprintf(`{"request_id":%q}`, id)))
 	require.NoError(t, err)
 	require.NotNil(t, r.TryAgain)
 	assert.Equal(t, id, r.TryAgain.RequestID)
+	assert.Equal(t, wire.QueueActive, r.TryAgain.QueueState)
+	close(gate)
 	h.ok(keyA, id)
 }
 

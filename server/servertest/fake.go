@@ -29,6 +29,8 @@ type Backend struct {
 	Fail func(kind string) error
 	// SampleDelay is how long each Sample call takes.
 	SampleDelay time.Duration
+	// Gate, when set, holds every Sample call until it is closed.
+	Gate chan struct{}
 
 	mu       sync.Mutex
 	trainers map[string]*Trainer
@@ -269,6 +271,13 @@ func (s *Sampler) Sample(ctx context.Context, prompt rl.ModelInput, n int, p rl.
 	toks := prompt.AllTokens()
 	if len(toks) == 0 {
 		return rl.SampleOutput{}, ErrNoPrompt
+	}
+	if s.b.Gate != nil {
+		select {
+		case <-s.b.Gate:
+		case <-ctx.Done():
+			return rl.SampleOutput{}, context.Cause(ctx)
+		}
 	}
 	if s.b.SampleDelay > 0 {
 		select {
