@@ -11,8 +11,29 @@ import (
 
 var level1Lengths = []int{0, 1, 2, 3, 7, 8, 15, 16, 17, 31, 32, 33, 63, 64, 65, 100, 1000, 1027}
 
+// level1Impl is one set of level-1 routines: the ones in use and the
+// portable ones.
+type level1Impl struct {
+	name  string
+	sdot  func(x, y []float32) float32
+	saxpy func(alpha float32, x, y []float32)
+	ddot  func(x, y []float64) float64
+	daxpy func(alpha float64, x, y []float64)
+}
+
+var level1Impls = []level1Impl{
+	{"in use", Sdot, Saxpy, Ddot, Daxpy},
+	{"portable", goDot[float32], goAxpy[float32], goDot[float64], goAxpy[float64]},
+}
+
 func TestSdotSaxpy(t *testing.T) {
 	t.Parallel()
+	for _, im := range level1Impls {
+		t.Run(im.name, func(t *testing.T) { testSdotSaxpy(t, im.sdot, im.saxpy) })
+	}
+}
+
+func testSdotSaxpy(t *testing.T, Sdot func(x, y []float32) float32, Saxpy func(float32, []float32, []float32)) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	for _, n := range level1Lengths {
 		x := randMatrix[float32](rng, 1, n, max(n, 1))
@@ -37,6 +58,12 @@ func TestSdotSaxpy(t *testing.T) {
 
 func TestDdotDaxpy(t *testing.T) {
 	t.Parallel()
+	for _, im := range level1Impls {
+		t.Run(im.name, func(t *testing.T) { testDdotDaxpy(t, im.ddot, im.daxpy) })
+	}
+}
+
+func testDdotDaxpy(t *testing.T, Ddot func(x, y []float64) float64, Daxpy func(float64, []float64, []float64)) {
 	rng := rand.New(rand.NewPCG(9, 10))
 	for _, n := range level1Lengths {
 		x := randMatrix[float64](rng, 1, n, max(n, 1))
