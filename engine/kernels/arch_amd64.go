@@ -107,29 +107,38 @@ func avx2Daxpy(alpha float64, x, y []float64) {
 	daxpyAVX2(alpha, &x[0], &y[:len(x)][0], len(x))
 }
 
-// The assembly implementations; init installs those the CPU runs.
+// The assembly implementations; init installs those the CPU runs. The
+// thresholds were set with BenchmarkSgemmTuning on the engine's shapes.
 var (
 	avx2SgemmImpl = &gemmImpl[float32]{
 		name: "avx2-6x16", mr: 6, nr: 16, kernel: avx2Sgemm,
-		kc: 256, mc: 96, chunk: 16, packBMinRows: 24, packAMinPanels: 1 << 30, packATransMinPanels: 1, pool: new(sync.Pool),
+		kc: 256, mc: 96, chunk: 16,
+		packBMinRows: 24, packAMinPanels: never, packATransMinPanels: 1,
 		dot:      &dotImpl[float32]{mr: 3, nr: 4, kernel: avx2SdotTile, maxRows: 24, chunk: 16},
 		swapMaxN: 16,
+		pool:     new(sync.Pool),
 	}
 	avx2DgemmImpl = &gemmImpl[float64]{
 		name: "avx2-6x8", mr: 6, nr: 8, kernel: avx2Dgemm,
-		kc: 256, mc: 96, chunk: 32, packBMinRows: 24, packAMinPanels: 1 << 30, packATransMinPanels: 1, pool: new(sync.Pool),
+		kc: 256, mc: 96, chunk: 32,
+		packBMinRows: 24, packAMinPanels: never, packATransMinPanels: 1,
 		swapMaxN: 8,
+		pool:     new(sync.Pool),
 	}
 	avx512SgemmImpl = &gemmImpl[float32]{
 		name: "avx512-12x32", mr: 12, nr: 32, kernel: avx512Sgemm,
-		kc: 256, mc: 96, chunk: 8, packBMinRows: 24, packAMinPanels: 1 << 30, packATransMinPanels: 1, pool: new(sync.Pool),
+		kc: 256, mc: 96, chunk: 8,
+		packBMinRows: 24, packAMinPanels: never, packATransMinPanels: 1,
 		dot:    avx2SgemmImpl.dot,
 		narrow: avx2SgemmImpl, narrowMaxN: 16, swapMaxN: 16,
+		pool: new(sync.Pool),
 	}
 	avx512DgemmImpl = &gemmImpl[float64]{
 		name: "avx512-12x16", mr: 12, nr: 16, kernel: avx512Dgemm,
-		kc: 256, mc: 96, chunk: 16, packBMinRows: 24, packAMinPanels: 1 << 30, packATransMinPanels: 1, pool: new(sync.Pool),
+		kc: 256, mc: 96, chunk: 16,
+		packBMinRows: 24, packAMinPanels: never, packATransMinPanels: 1,
 		narrow: avx2DgemmImpl, narrowMaxN: 8, swapMaxN: 8,
+		pool: new(sync.Pool),
 	}
 )
 

@@ -14,11 +14,15 @@ const EnvKernels = "TANDEM_KERNELS"
 var (
 	goSgemm = &gemmImpl[float32]{
 		name: "go4x4", mr: 4, nr: 4, kernel: goKernel4x4[float32],
-		kc: 256, mc: 64, chunk: 64, packBMinRows: 16, packAMinPanels: 1 << 30, packATransMinPanels: 1, pool: new(sync.Pool),
+		kc: 256, mc: 64, chunk: 64,
+		packBMinRows: 16, packAMinPanels: never, packATransMinPanels: 1,
+		pool: new(sync.Pool),
 	}
 	goDgemm = &gemmImpl[float64]{
 		name: "go4x4", mr: 4, nr: 4, kernel: goKernel4x4[float64],
-		kc: 256, mc: 64, chunk: 64, packBMinRows: 16, packAMinPanels: 1 << 30, packATransMinPanels: 1, pool: new(sync.Pool),
+		kc: 256, mc: 64, chunk: 64,
+		packBMinRows: 16, packAMinPanels: never, packATransMinPanels: 1,
+		pool: new(sync.Pool),
 	}
 )
 

@@ -50,6 +50,9 @@ type gemmImpl[T float] struct {
 	swapMaxN int
 }
 
+// never is a threshold no problem reaches.
+const never = 1 << 30
+
 func ceilDiv(a, b int) int { return (a + b - 1) / b }
 
 // getBuf returns a scratch slice of length n from the pool; putBuf returns it.

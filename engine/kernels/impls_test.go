@@ -35,7 +35,7 @@ func pathVariants[T float](im *gemmImpl[T]) []*gemmImpl[T] {
 		{"packB,noDot", func(v *gemmImpl[T]) { v.packBMinRows, v.dot = 0, nil }},
 		{"noPackB,noDot", func(v *gemmImpl[T]) { v.packBMinRows, v.dot = 1<<30, nil }},
 		{"noNarrow,noSwap,kc=7", func(v *gemmImpl[T]) { v.narrow, v.swapMaxN, v.kc = nil, 0, 7 }},
-		{"swapAll", func(v *gemmImpl[T]) { v.narrow, v.swapMaxN = nil, 1 << 30 }},
+		{"swapAll", func(v *gemmImpl[T]) { v.narrow, v.swapMaxN = nil, 1<<30 }},
 	}
 	var out []*gemmImpl[T]
 	for _, s := range set {
@@ -45,4 +45,22 @@ func pathVariants[T float](im *gemmImpl[T]) []*gemmImpl[T] {
 		out = append(out, &v)
 	}
 	return out
+}
+
+// TestImplInvariants checks what the driver's determinism rests on: work
+// items start on the tile grid (mc is a multiple of mr), and the blocking
+// sizes are positive.
+func TestImplInvariants(t *testing.T) {
+	t.Parallel()
+	check := func(name string, mr, nr, mc, kc, chunk int) {
+		if mr <= 0 || nr <= 0 || kc <= 0 || chunk <= 0 || mc <= 0 || mc%mr != 0 {
+			t.Errorf("%s: mr=%d nr=%d mc=%d kc=%d chunk=%d: need positive sizes and mc a multiple of mr", name, mr, nr, mc, kc, chunk)
+		}
+	}
+	for _, im := range sgemmImpls() {
+		check(im.name, im.mr, im.nr, im.mc, im.kc, im.chunk)
+	}
+	for _, im := range dgemmImpls() {
+		check(im.name, im.mr, im.nr, im.mc, im.kc, im.chunk)
+	}
 }
