@@ -80,3 +80,26 @@ func TestIsTransient(t *testing.T) {
 	assert.False(t, IsTransient(nil))
 	assert.False(t, IsTransient(assert.AnError))
 }
+
+// FuzzConfigJSON decodes arbitrary JSON as a Config (how saved runs are
+// read back): Validate must never panic, and a valid config stays valid
+// and unchanged through another round of defaults.
+func FuzzConfigJSON(f *testing.F) {
+	f.Add([]byte(`{"groups_per_batch":8,"group_size":4,"max_staleness":1,"stale_policy":"drop"}`))
+	f.Add([]byte(`{"groups_per_batch":-1}`))
+	f.Add([]byte(`{"groups_per_batch":4,"group_size":2,"buffer_limit":2,"substeps":3}`))
+	f.Add([]byte(`{"groups_per_batch":1,"group_size":1,"sampling":{"max_tokens":1,"temperature":1e308}}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var c Config
+		if json.Unmarshal(b, &c) != nil {
+			return
+		}
+		if err := c.Validate(); err != nil {
+			require.ErrorIs(t, err, ErrConfig)
+			return
+		}
+		d := c.WithDefaults()
+		require.NoError(t, d.Validate())
+		require.Equal(t, d, d.WithDefaults())
+	})
+}

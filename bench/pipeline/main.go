@@ -61,9 +61,9 @@ type Result struct {
 func main() {
 	var (
 		asJSON     = flag.Bool("json", false, "print a JSON object on the last line")
-		trainerT   = flag.Duration("T", 100*time.Millisecond, "simulated trainer time per step")
-		samplerS   = flag.Duration("S", 100*time.Millisecond, "simulated sampler time per call")
-		steps      = flag.Int("steps", 20, "learner steps of the sync and async runs")
+		trainerT   = flag.Duration("T", 200*time.Millisecond, "simulated trainer time per step")
+		samplerS   = flag.Duration("S", 200*time.Millisecond, "simulated sampler time per call")
+		steps      = flag.Int("steps", 40, "learner steps of the sync and async runs")
 		groups     = flag.Int("groups", 64, "groups per batch")
 		groupSize  = flag.Int("group-size", 8, "samples per group")
 		ovSteps    = flag.Int("overhead-steps", 400, "steps of the zero-latency overhead run")
