@@ -39,8 +39,13 @@ type Config struct {
 	// Models lists the base models offered; empty accepts any name the
 	// backend accepts.
 	Models []ModelSpec `json:"models,omitempty"`
-	// MaxBodyBytes bounds a request body; default 64 MiB.
+	// MaxBodyBytes bounds a request body; default 16 MiB (the SDK splits
+	// batches into requests of at most 500,000 numbers, a few MiB of JSON).
 	MaxBodyBytes int64 `json:"max_body_bytes"`
+	// MaxDecoding bounds how many request bodies are read and decoded at
+	// once, which bounds the memory decoding takes; default 4. Polls and
+	// heartbeats (bodies of at most 64 KiB) do not count.
+	MaxDecoding int `json:"max_decoding"`
 	// MaxInFlight bounds unfinished futures per server; beyond it calls are
 	// answered 429. Default 256.
 	MaxInFlight int `json:"max_in_flight"`
@@ -81,7 +86,10 @@ func (c Config) withDefaults() Config {
 		c.Role = RoleBoth
 	}
 	if c.MaxBodyBytes == 0 {
-		c.MaxBodyBytes = 64 << 20
+		c.MaxBodyBytes = 16 << 20
+	}
+	if c.MaxDecoding == 0 {
+		c.MaxDecoding = 4
 	}
 	if c.MaxInFlight == 0 {
 		c.MaxInFlight = 256
@@ -153,7 +161,7 @@ func (c Config) Validate() error {
 		name string
 		v    int64
 	}{
-		{"max_body_bytes", c.MaxBodyBytes}, {"max_in_flight", int64(c.MaxInFlight)}, {"max_results", int64(c.MaxResults)},
+		{"max_body_bytes", c.MaxBodyBytes}, {"max_decoding", int64(c.MaxDecoding)}, {"max_in_flight", int64(c.MaxInFlight)}, {"max_results", int64(c.MaxResults)},
 		{"max_sessions", int64(c.MaxSessions)}, {"max_models", int64(c.MaxModels)},
 		{"max_samplers", int64(c.MaxSamplers)}, {"session_ttl", int64(c.SessionTTL)},
 		{"future_ttl", int64(c.FutureTTL)}, {"seq_wait", int64(c.SeqWait)},

@@ -42,8 +42,9 @@ type Server struct {
 	cancel context.CancelCauseFunc
 	wg     sync.WaitGroup // every goroutine the server starts
 
-	futures *futureStore
-	idem    *idemStore
+	futures  *futureStore
+	idem     *idemStore
+	decoding chan struct{} // one token per body being read and decoded
 
 	mu        sync.Mutex
 	closed    bool
@@ -77,6 +78,7 @@ func New(cfg Config, opts Options) (*Server, error) {
 		keys: newKeyring(cfg.APIKeys), ctx: ctx, cancel: cancel,
 		futures:  newFutureStore(now, cfg.FutureTTL, cfg.MaxInFlight, cfg.MaxResults),
 		idem:     newIdemStore(now, cfg.FutureTTL, 100_000),
+		decoding: make(chan struct{}, cfg.MaxDecoding),
 		sessions: map[string]*session{}, models: map[string]*model{},
 		sampling: map[string]*samplingSession{}, samplers: map[string]*samplerEntry{},
 		ckpts: map[string]ownedCheckpoint{},
@@ -110,6 +112,9 @@ func (s *Server) Close(ctx context.Context) error {
 		return fmt.Errorf("server: close: calls still running: %w", context.Cause(ctx))
 	}
 }
+
+// smallBody bounds the bodies of polls and heartbeats.
+const smallBody = 64 << 10
 
 // handler is an endpoint: it returns the value answered with 200, or an error.
 type handler func(ctx context.Context, owner string, body []byte) (any, error)
@@ -188,14 +193,26 @@ func (s *Server) endpoint(name string, role Role, h handler) http.Handler {
 			writeErr(w, userErr(http.StatusNotFound, "%s is not served here: this server's role is %s", name, s.cfg.Role))
 			return
 		}
-		body, err := readBody(r, s.cfg.MaxBodyBytes)
+		small := name == "retrieve_future" || name == "session_heartbeat"
+		limit := s.cfg.MaxBodyBytes
+		if small {
+			limit = min(limit, smallBody)
+		} else {
+			select {
+			case s.decoding <- struct{}{}:
+				defer func() { <-s.decoding }()
+			case <-r.Context().Done():
+				return
+			}
+		}
+		body, err := readBody(r, limit)
 		if err != nil {
 			writeErr(w, err)
 			return
 		}
 		owner := ownerOf(r)
 		key := r.Header.Get("X-Idempotency-Key")
-		if key == "" || name == "retrieve_future" || name == "session_heartbeat" {
+		if key == "" || small {
 			s.answer(w, r.Context(), owner, body, h)
 			return
 		}
