@@ -11,33 +11,39 @@ import (
 	"gonum.org/v1/gonum/blas/gonum"
 )
 
-// benchShape is one GEMM the engine runs; name says where it comes from
-// (dim 256, hidden 768, vocab 256, rows = batch·seq).
+// benchShape is one GEMM the engine runs; name says where it comes from.
 type benchShape struct {
 	name    string
 	tA, tB  bool
 	m, n, k int
 }
 
+// benchShapes are the engine's products: its default model (dim 128, hidden
+// 512, vocab 98, LoRA rank 16; 2048 training rows, 8 sampled sequences) and
+// a wider one (dim 256, hidden 768, 4096 rows). Weights are stored out×in,
+// so the forward pass is X·Wᵀ, the input gradient G·W, the weight gradient
+// Gᵀ·X.
 var benchShapes = []benchShape{
-	{"sample-qkv-XWt", false, true, 8, 768, 256},
-	{"sample-down-XWt", false, true, 8, 256, 768},
-	{"sample-unembed-XWt", false, true, 8, 256, 256},
-	{"sample-XW", false, false, 8, 768, 256},
-	{"attn-QKt", false, true, 128, 128, 32},
-	{"attn-PV", false, false, 128, 32, 128},
-	{"d128-fwd-XWt", false, true, 1024, 512, 128},
-	{"train-fwd-XWt", false, true, 4096, 768, 256},
-	{"train-fwd-XW", false, false, 4096, 768, 256},
-	{"train-bwd-GW", false, false, 4096, 256, 768},
-	{"train-bwd-GtX", true, false, 768, 256, 4096},
-	{"train-unembed-XWt", false, true, 4096, 256, 256},
-	// LoRA of rank 16 on a 256→768 projection: X·Aᵀ, H·Bᵀ and the two
-	// adapter gradients.
-	{"lora-XAt", false, true, 4096, 16, 256},
-	{"lora-HBt", false, true, 4096, 768, 16},
-	{"lora-dB-GtH", true, false, 768, 16, 4096},
-	{"lora-dA-dHtX", true, false, 16, 256, 4096},
+	{"sample8-d128-qkv-XWt", false, true, 8, 128, 128},
+	{"sample8-d128-up-XWt", false, true, 8, 512, 128},
+	{"sample8-d128-down-XWt", false, true, 8, 128, 512},
+	{"sample8-d256-up-XWt", false, true, 8, 768, 256},
+	{"train2k-d128-up-XWt", false, true, 2048, 512, 128},
+	{"train2k-d128-down-XWt", false, true, 2048, 128, 512},
+	{"train2k-d128-unembed-XWt", false, true, 2048, 98, 128},
+	{"train2k-d128-dX-GW", false, false, 2048, 128, 512},
+	{"train2k-d128-dW-GtX", true, false, 512, 128, 2048},
+	{"train4k-d256-up-XWt", false, true, 4096, 768, 256},
+	{"train4k-d256-dX-GW", false, false, 4096, 256, 768},
+	{"train4k-d256-dW-GtX", true, false, 768, 256, 4096},
+	{"train4k-d256-up-XW", false, false, 4096, 768, 256},
+	// LoRA of rank 16 on a 128→512 projection over 2048 rows: X·Aᵀ, U·Bᵀ,
+	// G·B, and the adapter gradients Gᵀ·U and (G·B)ᵀ·X.
+	{"lora16-XAt", false, true, 2048, 16, 128},
+	{"lora16-UBt", false, true, 2048, 512, 16},
+	{"lora16-GB", false, false, 2048, 16, 512},
+	{"lora16-dB-GtU", true, false, 512, 16, 2048},
+	{"lora16-dA-TtX", true, false, 16, 128, 2048},
 }
 
 func (s benchShape) operands() (a, b, c []float32, lda, ldb, ldc int) {

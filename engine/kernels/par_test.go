@@ -1,0 +1,63 @@
+package kernels
+
+import (
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestParWorkers(t *testing.T) {
+	t.Parallel()
+	big := int64(minFlopsPerThread) * 100
+	cases := []struct {
+		name    string
+		threads int
+		items   int
+		work    int64
+		want    int
+	}{
+		{"zero threads means the caller", 0, 100, big, 1},
+		{"one thread", 1, 100, big, 1},
+		{"one item", 8, 1, big, 1},
+		{"bounded by items", 8, 3, big, 3},
+		{"bounded by threads", 4, 100, big, 4},
+		{"too little work", 8, 100, minFlopsPerThread - 1, 1},
+		{"work for two", 8, 100, 2*minFlopsPerThread + 1, 2},
+	}
+	for _, tc := range cases {
+		assert.Equal(t, tc.want, Par{Threads: tc.threads}.workers(tc.items, tc.work), tc.name)
+	}
+}
+
+func TestParallelForRunsEveryItemOnce(t *testing.T) {
+	t.Parallel()
+	for _, threads := range []int{1, 2, 3, 8} {
+		counts := make([]atomic.Int32, 50)
+		var maxWorker atomic.Int32
+		parallelFor(threads, len(counts), func(item, worker int) {
+			counts[item].Add(1)
+			if w := int32(worker); w > maxWorker.Load() {
+				maxWorker.Store(w)
+			}
+		})
+		for i := range counts {
+			require.Equal(t, int32(1), counts[i].Load(), "threads=%d item %d", threads, i)
+		}
+		assert.Less(t, int(maxWorker.Load()), threads, "worker index within [0, threads)")
+	}
+}
+
+// TestParallelForPanics checks that a panic in a worker goroutine reaches the
+// caller after every goroutine has stopped (TestMain checks for leaks).
+func TestParallelForPanics(t *testing.T) {
+	t.Parallel()
+	assert.PanicsWithValue(t, "boom", func() {
+		parallelFor(4, 100, func(item, _ int) {
+			if item == 37 {
+				panic("boom")
+			}
+		})
+	})
+}
