@@ -19,6 +19,11 @@ import (
 // the trainer has resolved every future of the previous batch, so an
 // Algorithm may reuse the memory of the Batch it returned last (datums,
 // slices, maps); trainers must not keep datums after resolving.
+//
+// The groups, and the trajectories they hold, belong to the loop: they are
+// valid until the step's futures resolve, after which the loop recycles
+// their memory for new rollouts. An Algorithm that keeps anything from them
+// beyond the step (samples to log later, say) must copy it.
 type Algorithm interface {
 	Batch(ctx context.Context, t Trainer, step policy.Version, groups []Group) (Batch, error)
 }
@@ -112,7 +117,9 @@ func (a *GroupRelative) Batch(_ context.Context, _ Trainer, _ policy.Version, gr
 			sumAdv += adv
 			sumAbs += math.Abs(adv)
 			nTraj++
-			for k, tr := range g.Trajectories[ti].Transitions {
+			trs := g.Trajectories[ti].Transitions
+			for k := range trs {
+				tr := &trs[k]
 				if len(tr.Logprobs) != len(tr.Action) {
 					return Batch{}, fmt.Errorf("rl: group %d trajectory %d turn %d: %d action tokens but %d logprobs", gi, ti, k, len(tr.Action), len(tr.Logprobs))
 				}
@@ -135,7 +142,7 @@ func (a *GroupRelative) Batch(_ context.Context, _ Trainer, _ policy.Version, gr
 // appendDatum adds the datum of one transition: input = observation ++
 // action minus the last token, targets shifted by one, sampler log-probs and
 // the advantage on action positions, zeros on observation positions.
-func (a *GroupRelative) appendDatum(tr Transition, adv float64) {
+func (a *GroupRelative) appendDatum(tr *Transition, adv float64) {
 	obs := tr.Observation.Len()
 	n := obs + len(tr.Action) - 1 // positions
 	if len(tr.Action) == 0 || n <= 0 {

@@ -72,6 +72,10 @@ type Group struct {
 	// Source is the dataset item that produced the group; the loop hands it
 	// back to the dataset when the group is requeued. Not serialized.
 	Source any `json:"-"`
+	// Memory is an opaque handle its producer uses to take back the
+	// memory of Trajectories once the group has been trained (see
+	// Algorithm and rollout.Runner.Recycle). Not serialized.
+	Memory any `json:"-"`
 }
 
 // Staleness returns the group's staleness when the learner is at version

@@ -52,6 +52,7 @@ type Runner struct {
 	// every sample), which keeps untraced runs free of per-rollout cost.
 	Tracer trace.Tracer
 
+	mem     sync.Pool // *groupMem of GroupSize trajectories
 	next    atomic.Uint64
 	samples atomic.Int64
 	retries atomic.Int64
@@ -187,15 +188,45 @@ func (r *Runner) singleTurn(ctx context.Context, s rl.Sampler, p *SingleTurn) (r
 	if decode == nil {
 		decode = r.Decode
 	}
-	trajs := make([]rl.Trajectory, n)
-	trans := make([]rl.Transition, n)
-	if err := scoreAll(ctx, p, decode, out, trans); err != nil {
+	m := r.groupMem(n)
+	if err := scoreAll(ctx, p, decode, out, m.trans); err != nil {
+		r.mem.Put(m)
 		return rl.Group{}, err
 	}
-	for i := range trajs {
-		trajs[i].Transitions = trans[i : i+1 : i+1]
+	for i := range m.trajs {
+		m.trajs[i] = rl.Trajectory{Transitions: m.trans[i : i+1 : i+1]}
 	}
-	return rl.Group{Version: out.Version, Trajectories: trajs}, nil
+	return rl.Group{Version: out.Version, Trajectories: m.trajs, Memory: m}, nil
+}
+
+// groupMem is the memory of one single-turn group, recycled through the
+// Runner's pool.
+type groupMem struct {
+	owner *Runner
+	trajs []rl.Trajectory
+	trans []rl.Transition
+}
+
+func (r *Runner) groupMem(n int) *groupMem {
+	if m, ok := r.mem.Get().(*groupMem); ok && len(m.trajs) == n {
+		return m
+	}
+	return &groupMem{owner: r, trajs: make([]rl.Trajectory, n), trans: make([]rl.Transition, n)}
+}
+
+// Recycle takes back the trajectory memory of a group this Runner
+// produced, for reuse by later rollouts; other groups are left alone. After
+// Recycle, g's Trajectories are gone and nothing may use the slices they
+// held. The loop calls it once a step's trainer calls have resolved.
+func (r *Runner) Recycle(g *rl.Group) {
+	m, ok := g.Memory.(*groupMem)
+	if !ok || m.owner != r {
+		return
+	}
+	clear(m.trajs)
+	clear(m.trans)
+	g.Memory, g.Trajectories = nil, nil
+	r.mem.Put(m)
 }
 
 // scoreAll scores every sequence of out and fills trans, with one recover

@@ -96,6 +96,10 @@ func (ln *learner) step(ctx, grace context.Context) error {
 		return err
 	}
 	tTrained := time.Now()
+	for i := range groups {
+		ln.runner.Recycle(&groups[i]) // the step's futures have resolved
+	}
+	clear(groups)
 
 	// 2. Publish; with k = 0 wait until the samplers serve it.
 	name := fmt.Sprintf("%s-step-%06d", cfg.Run, stepNo+1)
