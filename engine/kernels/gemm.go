@@ -37,6 +37,10 @@ type gemmImpl[T float] struct {
 	// stride lda, which thrashes a few L1 sets; rows in place are cheap.
 	packAMinPanels, packATransMinPanels int
 	pool                                *sync.Pool // of *[]T scratch buffers
+	// maxPackedB bounds the packed copy of B, in elements (0: the default);
+	// it is exceeded only when one pass over one work item's columns needs
+	// more.
+	maxPackedB int
 	// dot, when set, handles op(A) = A, op(B) = Bᵀ with m <= dot.maxRows.
 	dot *dotImpl[T]
 	// narrow, when set, handles problems with n <= narrowMaxN (a kernel with
@@ -95,34 +99,34 @@ func gemm[T float](im *gemmImpl[T], par Par, tA, tB bool, m, n, k int, alpha T, 
 		return
 	}
 	mr, nr := im.mr, im.nr
-	nPanels := ceilDiv(n, nr)
-	work := int64(m) * int64(n) * int64(k)
-
 	packB := tB || m > im.packBMinRows
+
+	// Columns are taken ncPanels panels at a time and depth kGroup rows at a
+	// time, so that packed B stays within maxPackedB elements. Both are
+	// multiples of the work-item and pass sizes, so the tile grid and the
+	// passes are those of one big block: the result does not depend on them.
+	limit := im.maxPackedB
+	if limit == 0 {
+		limit = defaultMaxPackedB
+	}
+	ncPanels := min(ceilDiv(n, nr), max(im.chunk, limit/(im.kc*nr)/im.chunk*im.chunk))
+	kGroup := k
+	if packB {
+		kGroup = min(k, max(im.kc, limit/(ncPanels*nr)/im.kc*im.kc))
+	}
 	var bPacked []T
 	if packB {
-		buf := im.getBuf(k * nPanels * nr)
+		buf := im.getBuf(min(kGroup, k) * ncPanels * nr)
 		defer im.putBuf(buf)
 		bPacked = *buf
-		// Packing moves k·n elements; give it threads as if it were 8 times
-		// cheaper than the same number of multiply-adds.
-		pt := par.workers(nPanels, int64(k)*int64(n)*8)
-		parallelFor(pt, nPanels, func(jp, _ int) {
-			j0 := jp * nr
-			packBPanel(tB, b, ldb, 0, k, j0, min(nr, n-j0), nr, bPacked[jp*k*nr:(jp+1)*k*nr])
-		})
 	}
 
-	mBlocks := ceilDiv(m, im.mc)
-	nChunks := ceilDiv(nPanels, im.chunk)
-	items := mBlocks * nChunks
-	threads := par.workers(items, work)
-
 	// Per-worker scratch: packed A block, a padded edge panel of B, one tile.
+	maxThreads := max(1, par.Threads)
 	kcMax := min(im.kc, k)
 	aLen := ceilDiv(min(im.mc, m), mr) * mr * kcMax
 	scratchLen := aLen + kcMax*nr + mr*nr
-	scratch := make([]*[]T, threads)
+	scratch := make([]*[]T, min(maxThreads, ceilDiv(m, im.mc)*ceilDiv(ceilDiv(n, nr), im.chunk)))
 	for w := range scratch {
 		scratch[w] = im.getBuf(scratchLen)
 	}
@@ -132,76 +136,131 @@ func gemm[T float](im *gemmImpl[T], par Par, tA, tB bool, m, n, k int, alpha T, 
 		}
 	}()
 
+	for jc := 0; jc < n; jc += ncPanels * nr {
+		nbc := min(ncPanels*nr, n-jc)
+		for pc0 := 0; pc0 < k; pc0 += kGroup {
+			kg := min(kGroup, k-pc0)
+			s := slab[T]{
+				im: im, tA: tA, tB: tB, m: m, n: n, k: k, alpha: alpha, beta: beta,
+				a: a, lda: lda, b: b, ldb: ldb, c: c, ldc: ldc,
+				j0: jc, nb: nbc, p0: pc0, kg: kg, packB: packB, bPacked: bPacked,
+			}
+			s.run(par, scratch, aLen, kcMax)
+		}
+	}
+}
+
+// defaultMaxPackedB bounds the packed copy of B (elements) that one call
+// holds: 16 MiB of float32.
+const defaultMaxPackedB = 1 << 22
+
+// slab is the part of a product that shares one packed block of B: columns
+// [j0, j0+nb) of C, depth rows [p0, p0+kg) of op(B).
+type slab[T float] struct {
+	im             *gemmImpl[T]
+	tA, tB         bool
+	m, n, k        int
+	alpha, beta    T
+	a, b, c        []T
+	lda, ldb, ldc  int
+	j0, nb, p0, kg int
+	packB          bool
+	bPacked        []T // panel jp holds kg rows of nr columns at jp*kg*nr
+}
+
+// run packs the slab's B (when packB) and computes its work items on up to
+// par.Threads goroutines, each with its own scratch.
+func (s *slab[T]) run(par Par, scratch []*[]T, aLen, kcMax int) {
+	im, nr := s.im, s.im.nr
+	nPanels := ceilDiv(s.nb, nr)
+	if s.packB {
+		// Packing moves kg·nb elements; give it threads as if it were 8
+		// times cheaper than the same number of multiply-adds.
+		pt := min(len(scratch), par.workers(nPanels, int64(s.kg)*int64(s.nb)*8))
+		parallelFor(pt, nPanels, func(jp, _ int) {
+			j := s.j0 + jp*nr
+			packBPanel(s.tB, s.b, s.ldb, s.p0, s.kg, j, min(nr, s.n-j), nr, s.bPacked[jp*s.kg*nr:(jp+1)*s.kg*nr])
+		})
+	}
+	nChunks := ceilDiv(nPanels, im.chunk)
+	items := ceilDiv(s.m, im.mc) * nChunks
+	threads := min(len(scratch), par.workers(items, int64(s.m)*int64(s.nb)*int64(s.kg)))
 	parallelFor(threads, items, func(item, w int) {
-		s := *scratch[w]
-		aBuf, bEdge, tile := s[:aLen], s[aLen:aLen+kcMax*nr], s[aLen+kcMax*nr:]
-		i0 := (item / nChunks) * im.mc
-		mb := min(im.mc, m-i0)
+		buf := *scratch[w]
 		jp0 := (item % nChunks) * im.chunk
-		jp1 := min(jp0+im.chunk, nPanels)
-		for pc := 0; pc < k; pc += im.kc {
-			kb := min(im.kc, k-pc)
-			bet := beta
-			if pc > 0 {
-				bet = 1
+		s.item((item/nChunks)*im.mc, jp0, min(jp0+im.chunk, nPanels), buf[:aLen], buf[aLen:aLen+kcMax*nr], buf[aLen+kcMax*nr:])
+	})
+}
+
+// item computes rows [i0, i0+mc) of C against the slab's panels [jp0, jp1),
+// one depth pass of kc rows at a time.
+func (s *slab[T]) item(i0, jp0, jp1 int, aBuf, bEdge, tile []T) {
+	im, mr, nr := s.im, s.im.mr, s.im.nr
+	a, lda, b, ldb, c, ldc := s.a, s.lda, s.b, s.ldb, s.c, s.ldc
+	m, n, tA, alpha := s.m, s.n, s.tA, s.alpha
+	mb := min(im.mc, m-i0)
+	packA := jp1-jp0 >= im.packAMinPanels
+	if tA {
+		packA = jp1-jp0 >= im.packATransMinPanels
+	}
+	for pc := s.p0; pc < s.p0+s.kg; pc += im.kc {
+		kb := min(im.kc, s.p0+s.kg-pc)
+		bet := s.beta
+		if pc > 0 {
+			bet = 1
+		}
+		if packA {
+			for ip := 0; ip*mr < mb; ip++ {
+				packAPanel(tA, a, lda, i0+ip*mr, min(mr, mb-ip*mr), pc, kb, mr, aBuf[ip*kb*mr:(ip+1)*kb*mr])
 			}
-			packA := jp1-jp0 >= im.packAMinPanels
-			if tA {
-				packA = jp1-jp0 >= im.packATransMinPanels
+		} else if last := mb - mb%mr; last < mb {
+			packAPanel(tA, a, lda, i0+last, mb-last, pc, kb, mr, aBuf[:kb*mr])
+		}
+		for jp := jp0; jp < jp1; jp++ {
+			j0 := s.j0 + jp*nr
+			nb := min(nr, n-j0)
+			var bp []T
+			ldbp := nr
+			switch {
+			case s.packB:
+				bp = s.bPacked[jp*s.kg*nr+(pc-s.p0)*nr : (jp+1)*s.kg*nr]
+			case nb == nr:
+				bp, ldbp = b[pc*ldb+j0:], ldb
+			default:
+				bp = bEdge[:kb*nr]
+				packBPanel(false, b, ldb, pc, kb, j0, nb, nr, bp)
 			}
-			if packA {
-				for ip := 0; ip*mr < mb; ip++ {
-					packAPanel(tA, a, lda, i0+ip*mr, min(mr, mb-ip*mr), pc, kb, mr, aBuf[ip*kb*mr:(ip+1)*kb*mr])
-				}
-			} else if last := mb - mb%mr; last < mb {
-				packAPanel(tA, a, lda, i0+last, mb-last, pc, kb, mr, aBuf[:kb*mr])
-			}
-			for jp := jp0; jp < jp1; jp++ {
-				j0 := jp * nr
-				nb := min(nr, n-j0)
-				var bp []T
-				ldbp := nr
+			for ip := 0; ip*mr < mb; ip++ {
+				i := i0 + ip*mr
+				mi := min(mr, m-i)
+				ap, rsa, csa := aBuf[:kb*mr], 1, mr
 				switch {
-				case packB:
-					bp = bPacked[jp*k*nr+pc*nr : (jp+1)*k*nr]
-				case nb == nr:
-					bp, ldbp = b[pc*ldb+j0:], ldb
+				case packA:
+					ap = aBuf[ip*kb*mr : (ip+1)*kb*mr]
+				case mi < mr:
+				case tA:
+					ap, rsa, csa = a[pc*lda+i:], 1, lda
 				default:
-					bp = bEdge[:kb*nr]
-					packBPanel(false, b, ldb, pc, kb, j0, nb, nr, bp)
+					ap, rsa, csa = a[i*lda+pc:], lda, 1
 				}
-				for ip := 0; ip*mr < mb; ip++ {
-					i := i0 + ip*mr
-					mi := min(mr, m-i)
-					ap, rsa, csa := aBuf[:kb*mr], 1, mr
-					switch {
-					case packA:
-						ap = aBuf[ip*kb*mr : (ip+1)*kb*mr]
-					case mi < mr:
-					case tA:
-						ap, rsa, csa = a[pc*lda+i:], 1, lda
-					default:
-						ap, rsa, csa = a[i*lda+pc:], lda, 1
-					}
-					if mi == mr && nb == nr {
-						im.kernel(kb, ap, rsa, csa, bp, ldbp, c[i*ldc+j0:], ldc, alpha, bet)
-						continue
-					}
-					// Edge tile: run the same kernel on a padded copy so that
-					// every element sees exactly the arithmetic of a full tile.
-					if bet != 0 {
-						for ii := range mi {
-							copy(tile[ii*nr:ii*nr+nb], c[(i+ii)*ldc+j0:][:nb])
-						}
-					}
-					im.kernel(kb, ap, rsa, csa, bp, ldbp, tile, nr, alpha, bet)
+				if mi == mr && nb == nr {
+					im.kernel(kb, ap, rsa, csa, bp, ldbp, c[i*ldc+j0:], ldc, alpha, bet)
+					continue
+				}
+				// Edge tile: run the same kernel on a padded copy so that
+				// every element sees exactly the arithmetic of a full tile.
+				if bet != 0 {
 					for ii := range mi {
-						copy(c[(i+ii)*ldc+j0:][:nb], tile[ii*nr:ii*nr+nb])
+						copy(tile[ii*nr:ii*nr+nb], c[(i+ii)*ldc+j0:][:nb])
 					}
+				}
+				im.kernel(kb, ap, rsa, csa, bp, ldbp, tile, nr, alpha, bet)
+				for ii := range mi {
+					copy(c[(i+ii)*ldc+j0:][:nb], tile[ii*nr:ii*nr+nb])
 				}
 			}
 		}
-	})
+	}
 }
 
 // swapGemm computes T = op(B)ᵀ·op(A)ᵀ (n×m) with gemm, then

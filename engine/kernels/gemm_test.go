@@ -245,3 +245,25 @@ func TestGemmEmpty(t *testing.T) {
 	Par{}.Sgemm(false, false, 2, 2, 0, 1, nil, 1, nil, 2, 0, c, 2)
 	assert.Equal(t, []float32{0, 0, 0, 0}, c)
 }
+
+// TestSlabsDoNotChangeResults checks that bounding the packed copy of B,
+// which splits a product into slabs of columns and depth, changes no bit:
+// slabs follow the tile grid and the depth passes.
+func TestSlabsDoNotChangeResults(t *testing.T) {
+	t.Parallel()
+	s := shape{m: 30, n: 300, k: 600, padB: 1}
+	o := newOperands[float32](rand.New(rand.NewPCG(21, 22)), s)
+	for _, im := range sgemmImpls() {
+		small := *im
+		small.maxPackedB = 1
+		want := slices.Clone(o.c)
+		gemm(im, Par{Threads: 2}, s.tA, s.tB, s.m, s.n, s.k, 1, o.a, o.lda, o.b, o.ldb, 0.5, want, o.ldc)
+		got := slices.Clone(o.c)
+		gemm(&small, Par{Threads: 2}, s.tA, s.tB, s.m, s.n, s.k, 1, o.a, o.lda, o.b, o.ldb, 0.5, got, o.ldc)
+		for i := range s.m {
+			for j := range s.n {
+				require.Equal(t, math.Float32bits(want[i*o.ldc+j]), math.Float32bits(got[i*o.ldc+j]), "%s: C[%d,%d]", im.name, i, j)
+			}
+		}
+	}
+}

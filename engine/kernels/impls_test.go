@@ -36,6 +36,7 @@ func pathVariants[T float](im *gemmImpl[T]) []*gemmImpl[T] {
 		{"noPackB,noDot", func(v *gemmImpl[T]) { v.packBMinRows, v.dot = 1<<30, nil }},
 		{"noNarrow,noSwap,kc=7", func(v *gemmImpl[T]) { v.narrow, v.swapMaxN, v.kc = nil, 0, 7 }},
 		{"swapAll", func(v *gemmImpl[T]) { v.narrow, v.swapMaxN = nil, 1<<30 }},
+		{"smallSlabs", func(v *gemmImpl[T]) { v.packBMinRows, v.dot, v.kc, v.chunk, v.maxPackedB = 0, nil, 5, 1, 1 }},
 	}
 	var out []*gemmImpl[T]
 	for _, s := range set {
