@@ -13,6 +13,15 @@
 // old. The stale policy (pace, drop, requeue) decides what happens to a
 // group that would be older; see package buffer and sync/staleness.
 //
+// Every wait has a context and a watchdog that logs what it waits for
+// (Config.Watchdog): the learner waiting for a batch, for the trainer, or
+// for the samplers to serve a version.
+//
+// Telemetry goes through the OpenTelemetry API only: a span per learner
+// step, publish and weight load, metrics for reward, staleness, samples and
+// step time. Per-rollout spans are recorded as children of the span in
+// Run's context, so wrap Run in a recording span to trace every sample.
+//
 // Every goroutine Run starts has ended when it returns. Groups accepted into
 // the buffer are either trained, dropped/requeued (counted), or handed back
 // in the Report at the end.

@@ -178,11 +178,18 @@ func (ln *learner) train(ctx context.Context, groups []rl.Group) (StepMetrics, e
 		}
 		fb := l.deps.Trainer.ForwardBackward(ctx, batch.Datums, batch.Loss)
 		op := l.deps.Trainer.OptimStep(ctx, cfg.Adam)
+		v := ln.version
+		dog := watchdog.Start(cfg.Watchdog, func(w time.Duration) {
+			l.deps.Logger.Warn("loop: waiting for the trainer", "version", v, "datums", len(batch.Datums),
+				"forward_backward_done", isDone(fb.Done()), "optim_step_done", isDone(op.Done()), "waited", w.Round(time.Millisecond))
+		})
 		fbOut, err := fb.Wait(ctx)
 		if err != nil {
+			dog.Stop()
 			return m, fmt.Errorf("loop: forward-backward at version %d: %w", ln.version, err)
 		}
 		opOut, err := op.Wait(ctx)
+		dog.Stop()
 		if err != nil {
 			return m, fmt.Errorf("loop: optimizer step at version %d: %w", ln.version, err)
 		}
@@ -230,4 +237,13 @@ func logprobGap(b rl.Batch, out rl.ForwardBackwardOutput) (sum float64, n int) {
 		n += sp.End - sp.Start
 	}
 	return sum, n
+}
+
+func isDone(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
 }
