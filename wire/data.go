@@ -1,6 +1,8 @@
 package wire
 
 import (
+	"math"
+
 	"github.com/tandemrl/tandem/rl"
 )
 
@@ -36,7 +38,7 @@ func decodeModelInput(o obj) (rl.ModelInput, error) {
 		default:
 			return rl.ModelInput{}, fieldErr(c.at("type"), "got %q, want %q", typ, ChunkEncodedText)
 		}
-		l, _, err := c.list("tokens", true)
+		l, _, err := c.numbers("tokens", true)
 		if err != nil {
 			return rl.ModelInput{}, err
 		}
@@ -46,9 +48,11 @@ func decodeModelInput(o obj) (rl.ModelInput, error) {
 		}
 		toks := make([]int, len(raw))
 		for j, t := range raw {
-			if toks[j], err = tokenID(index(c.at("tokens"), j), t); err != nil {
+			if t < 0 || t > math.MaxInt32 { // the path is built only for the error
+				_, err := tokenID(index(c.at("tokens"), j), t)
 				return rl.ModelInput{}, err
 			}
+			toks[j] = int(t)
 		}
 		mi.Chunks = append(mi.Chunks, rl.Chunk{Type: rl.ChunkEncodedText, Tokens: toks})
 	}
@@ -69,10 +73,15 @@ var keyDType = map[string]rl.DType{
 // decodeTensor reads {"data":[...], "dtype":"int64"|"float32", "shape":[...]}.
 // A bare list is accepted for the input names the SDK converts (key gives the dtype).
 func decodeTensor(path, key string, v any) (rl.TensorData, error) {
-	if l, ok := v.([]any); ok {
+	switch v.(type) {
+	case []any, numList:
 		dt, known := keyDType[key]
 		if !known {
 			return rl.TensorData{}, fieldErr(path, "got a bare list; want an object {data, dtype, shape}")
+		}
+		l, err := asNumbers(path, v)
+		if err != nil {
+			return rl.TensorData{}, err
 		}
 		return tensorOf(path, path, dt, l, nil)
 	}
@@ -87,12 +96,12 @@ func decodeTensor(path, key string, v any) (rl.TensorData, error) {
 	if dt != string(rl.Int64) && dt != string(rl.Float32) {
 		return rl.TensorData{}, fieldErr(o.at("dtype"), "got %q, want \"int64\" or \"float32\"", dt)
 	}
-	data, _, err := o.list("data", true)
+	data, _, err := o.numbers("data", true)
 	if err != nil {
 		return rl.TensorData{}, err
 	}
 	var shape []int
-	if l, found, err := o.list("shape", false); err != nil {
+	if l, found, err := o.numbers("shape", false); err != nil {
 		return rl.TensorData{}, err
 	} else if found {
 		raw, err := ints(o.at("shape"), l)
@@ -110,7 +119,7 @@ func decodeTensor(path, key string, v any) (rl.TensorData, error) {
 	return tensorOf(path, o.at("data"), rl.DType(dt), data, shape)
 }
 
-func tensorOf(path, dataPath string, dt rl.DType, data []any, shape []int) (rl.TensorData, error) {
+func tensorOf(path, dataPath string, dt rl.DType, data numList, shape []int) (rl.TensorData, error) {
 	t := rl.TensorData{DType: dt, Shape: shape}
 	var err error
 	if dt == rl.Int64 {
@@ -163,7 +172,8 @@ func decodeDatum(o obj) (rl.Datum, error) {
 				return rl.Datum{}, fieldErr(lo.at(k), "dtype %q, want \"int64\" token ids", t.DType)
 			}
 			for i, x := range t.Ints {
-				if _, err := tokenID(index(lo.at(k)+".data", i), x); err != nil {
+				if x < 0 || x > math.MaxInt32 {
+					_, err := tokenID(index(lo.at(k)+".data", i), x)
 					return rl.Datum{}, err
 				}
 			}

@@ -1,11 +1,9 @@
 package wire
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"strconv"
 )
@@ -41,54 +39,17 @@ type obj struct {
 	m    map[string]any
 }
 
-// parseObject decodes b (one JSON object, numbers kept as json.Number).
+// parseObject decodes b, which must be one JSON object.
 func parseObject(b []byte) (obj, error) {
-	if err := checkDepth(b); err != nil {
-		return obj{}, err
-	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return obj{}, fieldErr("body", "invalid JSON: %v", err)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return obj{}, fieldErr("body", "unexpected data after the JSON object")
+	v, err := parseJSON(b)
+	if err != nil {
+		return obj{}, fieldErr("body", "invalid JSON at %v", err)
 	}
 	m, ok := v.(map[string]any)
 	if !ok {
 		return obj{}, fieldErr("body", "got %s, want a JSON object", kind(v))
 	}
 	return obj{m: m}, nil
-}
-
-// checkDepth rejects documents nested deeper than MaxDepth before the
-// decoder recurses into them.
-func checkDepth(b []byte) error {
-	depth, inStr, esc := 0, false, false
-	for _, c := range b {
-		switch {
-		case inStr:
-			switch {
-			case esc:
-				esc = false
-			case c == '\\':
-				esc = true
-			case c == '"':
-				inStr = false
-			}
-		case c == '"':
-			inStr = true
-		case c == '{' || c == '[':
-			depth++
-			if depth > MaxDepth {
-				return fieldErr("body", "JSON nested deeper than %d levels", MaxDepth)
-			}
-		case c == '}' || c == ']':
-			depth--
-		}
-	}
-	return nil
 }
 
 func kind(v any) string {
@@ -101,7 +62,7 @@ func kind(v any) string {
 		return "a number"
 	case string:
 		return "a string"
-	case []any:
+	case []any, numList:
 		return "a list"
 	case map[string]any:
 		return "an object"
@@ -168,12 +129,16 @@ func toInt(path string, v any) (int64, error) {
 	if !ok {
 		return 0, fieldErr(path, "got %s, want an integer", kind(v))
 	}
-	if i, err := n.Int64(); err == nil {
+	return litInt(path, string(n))
+}
+
+func litInt(path, s string) (int64, error) {
+	if i, err := strconv.ParseInt(s, 10, 64); err == nil {
 		return i, nil
 	}
-	f, err := n.Float64()
+	f, err := strconv.ParseFloat(s, 64)
 	if err != nil || f != math.Trunc(f) || math.Abs(f) > 1<<53 {
-		return 0, fieldErr(path, "got %s, want an integer", n.String())
+		return 0, fieldErr(path, "got %s, want an integer", s)
 	}
 	return int64(f), nil
 }
@@ -183,9 +148,13 @@ func toFloat(path string, v any) (float64, error) {
 	if !ok {
 		return 0, fieldErr(path, "got %s, want a number", kind(v))
 	}
-	f, err := n.Float64()
+	return litFloat(path, string(n))
+}
+
+func litFloat(path, s string) (float64, error) {
+	f, err := strconv.ParseFloat(s, 64)
 	if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
-		return 0, fieldErr(path, "got %s, want a finite number", n.String())
+		return 0, fieldErr(path, "got %s, want a finite number", s)
 	}
 	return f, nil
 }
@@ -265,11 +234,52 @@ func (o obj) list(name string, required bool) (l []any, found bool, err error) {
 		}
 		return nil, false, nil
 	}
-	l, ok = v.([]any)
-	if !ok {
-		return nil, false, fieldErr(o.at(name), "got %s, want a list", kind(v))
+	l, err = asList(o.at(name), v)
+	return l, err == nil, err
+}
+
+// asList returns a list value as []any.
+func asList(path string, v any) ([]any, error) {
+	switch x := v.(type) {
+	case []any:
+		return x, nil
+	case numList:
+		l := make([]any, len(x))
+		for i, s := range x {
+			l[i] = json.Number(s)
+		}
+		return l, nil
 	}
-	return l, true, nil
+	return nil, fieldErr(path, "got %s, want a list", kind(v))
+}
+
+// numbers returns a list of numbers; found is false when absent.
+func (o obj) numbers(name string, required bool) (l numList, found bool, err error) {
+	v, ok := o.get(name)
+	if !ok {
+		if required {
+			return nil, false, o.missing(name, "a list of numbers")
+		}
+		return nil, false, nil
+	}
+	l, err = asNumbers(o.at(name), v)
+	return l, err == nil, err
+}
+
+// asNumbers returns a list value whose elements are all numbers.
+func asNumbers(path string, v any) (numList, error) {
+	switch x := v.(type) {
+	case numList:
+		return x, nil
+	case []any:
+		for i, e := range x {
+			if _, ok := e.(json.Number); !ok {
+				return nil, fieldErr(index(path, i), "got %s, want a number", kind(e))
+			}
+		}
+		return nil, fieldErr(path, "got a list of mixed values, want numbers") // unreachable: the parser makes numLists
+	}
+	return nil, fieldErr(path, "got %s, want a list of numbers", kind(v))
 }
 
 func asObject(path string, v any) (obj, error) {
@@ -281,12 +291,12 @@ func asObject(path string, v any) (obj, error) {
 }
 
 // ints decodes a list of integers.
-func ints(path string, l []any) ([]int64, error) {
+func ints(path string, l numList) ([]int64, error) {
 	out := make([]int64, len(l))
-	for i, v := range l {
-		x, err := toInt(index(path, i), v)
+	for i, s := range l {
+		x, err := litInt(path, s)
 		if err != nil {
-			return nil, err
+			return nil, fieldErr(index(path, i), "got %s, want an integer", s)
 		}
 		out[i] = x
 	}
@@ -294,12 +304,12 @@ func ints(path string, l []any) ([]int64, error) {
 }
 
 // floats decodes a list of finite numbers.
-func floats(path string, l []any) ([]float64, error) {
+func floats(path string, l numList) ([]float64, error) {
 	out := make([]float64, len(l))
-	for i, v := range l {
-		x, err := toFloat(index(path, i), v)
+	for i, s := range l {
+		x, err := litFloat(path, s)
 		if err != nil {
-			return nil, err
+			return nil, fieldErr(index(path, i), "got %s, want a finite number", s)
 		}
 		out[i] = x
 	}

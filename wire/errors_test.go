@@ -61,7 +61,7 @@ func TestBadRequests(t *testing.T) {
 	}{
 		{"not json", "optim_step", `{"model_id":`, "body", "invalid JSON"},
 		{"array body", "optim_step", `[1]`, "body", "want a JSON object"},
-		{"trailing data", "optim_step", `{"model_id":"m","adam_params":{}} {}`, "body", "after the JSON object"},
+		{"trailing data", "optim_step", `{"model_id":"m","adam_params":{}} {}`, "body", "after the JSON value"},
 		{"too deep", "create_session", strings.Repeat("[", MaxDepth+1), "body", "nested deeper"},
 		{"missing model_id", "optim_step", `{"adam_params":{}}`, "model_id", "missing"},
 		{"model_id number", "optim_step", `{"model_id":5,"adam_params":{}}`, "model_id", "want a string"},

@@ -129,6 +129,21 @@ func decodeStop(path string, v any) (Stop, error) {
 			return Stop{}, fieldErr(path, "empty stop string")
 		}
 		return Stop{Strings: []string{x}}, nil
+	case numList:
+		var s Stop
+		for i, lit := range x {
+			p := index(path, i)
+			id, err := litInt(p, lit)
+			if err != nil {
+				return Stop{}, err
+			}
+			tok, err := tokenID(p, id)
+			if err != nil {
+				return Stop{}, err
+			}
+			s.Tokens = append(s.Tokens, tok)
+		}
+		return s, nil
 	case []any:
 		var s Stop
 		for i, e := range x {

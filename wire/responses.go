@@ -334,7 +334,7 @@ func DecodeSampleResponse(b []byte) (SampleResponse, error) {
 			return r, fieldErr(so.at("stop_reason"), "got %q, want \"length\" or \"stop\"", reason)
 		}
 		s.StopReason = rl.StopReason(reason)
-		tl, _, err := so.list("tokens", true)
+		tl, _, err := so.numbers("tokens", true)
 		if err != nil {
 			return r, err
 		}
@@ -348,7 +348,7 @@ func DecodeSampleResponse(b []byte) (SampleResponse, error) {
 				return r, err
 			}
 		}
-		if ll, found, err := so.list("logprobs", false); err != nil {
+		if ll, found, err := so.numbers("logprobs", false); err != nil {
 			return r, err
 		} else if found {
 			if s.Logprobs, err = floats(so.at("logprobs"), ll); err != nil {
