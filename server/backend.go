@@ -58,3 +58,9 @@ type ArchiveLinker interface {
 type CheckpointRecorder interface {
 	Record(ctx context.Context, owner string, ck Checkpoint) error
 }
+
+// CheckpointDeleter is an optional CheckpointStore extension used by
+// DELETE training_runs/{id}/checkpoints/{kind}/{name}.
+type CheckpointDeleter interface {
+	Delete(ctx context.Context, owner string, path wire.TinkerPath) error
+}

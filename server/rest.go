@@ -147,6 +147,33 @@ func (s *Server) listCheckpoints(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
+// deleteCheckpoint forgets a checkpoint (and deletes it from the store when
+// the store can); samplers already serving it keep their copy.
+func (s *Server) deleteCheckpoint(w http.ResponseWriter, r *http.Request) {
+	owner := ownerOf(r)
+	p, err := wire.ParseTinkerPath(wire.TinkerScheme + r.PathValue("run") + "/" + r.PathValue("kind") + "/" + r.PathValue("name"))
+	if err != nil {
+		writeErr(w, badRequest(err))
+		return
+	}
+	if _, err := s.resolve(r.Context(), owner, p); err != nil {
+		writeErr(w, err)
+		return
+	}
+	s.mu.Lock()
+	if oc, ok := s.ckpts[p.String()]; ok && oc.owner == owner {
+		delete(s.ckpts, p.String())
+	}
+	s.mu.Unlock()
+	if d, ok := s.store.(CheckpointDeleter); ok {
+		if err := d.Delete(r.Context(), owner, p); err != nil {
+			writeErr(w, serverErr(http.StatusBadGateway, "delete %s from the checkpoint store: %v", p, err))
+			return
+		}
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
 // archive answers 302 to a download URL, as the SDK expects
 // (resources/weights.py get_checkpoint_archive_url).
 func (s *Server) archive(w http.ResponseWriter, r *http.Request) {

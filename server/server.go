@@ -156,6 +156,7 @@ func (s *Server) routes() {
 	get("training_runs/{run}/step_log", s.stepLog)
 	get("models/{run}/checkpoints", s.listCheckpoints)
 	get("training_runs/{run}/checkpoints/{kind}/{name}/archive", s.archive)
+	m.Handle("DELETE "+api+"training_runs/{run}/checkpoints/{kind}/{name}", s.authed(s.deleteCheckpoint))
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, userErr(http.StatusNotFound, "no endpoint %s %s", r.Method, r.URL.Path))
 	})

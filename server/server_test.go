@@ -406,6 +406,14 @@ func TestStoreBackedCheckpoints(t *testing.T) {
 	assert.Equal(t, http.StatusFound, resp.StatusCode)
 	assert.Equal(t, "https://downloads.invalid/"+model+"/sampler_weights/s1.tar.gz", resp.Header.Get("Location"))
 	assert.NotEmpty(t, resp.Header.Get("Expires"))
+
+	// Deleting it (as the SDK's delete_checkpoint does) removes it everywhere.
+	status, _ = sp.call(keyB, http.MethodDelete, "training_runs/"+model+"/checkpoints/sampler_weights/s1", nil)
+	assert.Equal(t, http.StatusNotFound, status, "not key B's to delete")
+	status, out = tr.call(keyA, http.MethodDelete, "training_runs/"+model+"/checkpoints/sampler_weights/s1", nil)
+	require.Equal(t, http.StatusNoContent, status, "%s", out)
+	status, _ = sp.call(keyA, http.MethodPost, "asample", body)
+	assert.Equal(t, http.StatusNotFound, status)
 }
 
 func TestBearerAuth(t *testing.T) {

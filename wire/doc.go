@@ -14,7 +14,11 @@
 //
 // Decoders are safe on any input: they bound nesting depth and never
 // panic (fuzz tests check this); they hold the whole document in memory,
-// so callers bound the body size. Decoded values own their slices.
+// so callers bound the body size. Decoded values own their slices. JSON is
+// read by a small parser of this package that accepts exactly what
+// encoding/json accepts (a differential fuzz test checks it) but keeps
+// lists of numbers as their literals, so a training batch's tensors cost
+// one allocation per list rather than one per number.
 //
 // Encoding uses encoding/json on the exported types, which write the
 // exclude_unset form: optional fields that are unset are left out, except

@@ -31,7 +31,19 @@ var (
 	_ server.CheckpointStore    = (*Store)(nil)
 	_ server.CheckpointRecorder = (*Store)(nil)
 	_ server.ArchiveLinker      = (*Store)(nil)
+	_ server.CheckpointDeleter  = (*Store)(nil)
 )
+
+// Delete removes owner's checkpoint at p.
+func (s *Store) Delete(ctx context.Context, owner string, p wire.TinkerPath) error {
+	if _, err := s.Resolve(ctx, owner, p); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.cks, p.String())
+	return nil
+}
 
 // ErrNotFound is returned for a path the store does not hold for the owner.
 var ErrNotFound = fmt.Errorf("servertest: checkpoint not found")
