@@ -150,11 +150,13 @@ func (c *Core) Fail(admitted policy.Version) { c.gate.Finish(admitted, false) }
 // CanPut reports whether Put would not exceed the bound.
 func (c *Core) CanPut() bool { return len(c.ready) < c.cfg.Limit }
 
-// Put accepts g, whose rollout was admitted at g.Admitted. If g is already
+// Put accepts g, whose rollout was admitted at g.Admitted, and numbers it:
+// g.ID becomes the count of groups accepted before it. If g is already
 // over-stale for the learner's current version, it is removed at once and
 // returned with stale = true: the caller drops or requeues it (Stats say
 // which). Put ignores the bound: callers check CanPut.
 func (c *Core) Put(g rl.Group) (stale bool) {
+	g.ID = uint64(c.gate.Stats().Accepted)
 	c.gate.Finish(g.Admitted, true)
 	if c.over(&g) {
 		c.discard(&g)

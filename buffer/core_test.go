@@ -102,17 +102,17 @@ func TestOrderingAndBound(t *testing.T) {
 	a1, _ := c.Admit()
 	a2, _ := c.Admit()
 	// Arrive out of order; the buffer orders by admitted version, then arrival.
-	c.Put(rl.Group{ID: 7, Admitted: a1, Version: 2})
-	c.Put(rl.Group{ID: 9, Admitted: a1, Version: 1})
+	c.Put(rl.Group{Key: "a", Admitted: a1, Version: 2}) // accepted first: ID 0
+	c.Put(rl.Group{Key: "b", Admitted: a1, Version: 1}) // ID 1
 	assert.True(t, c.CanPut())
-	c.Put(rl.Group{ID: 8, Admitted: a0, Version: 1})
+	c.Put(rl.Group{Key: "c", Admitted: a0, Version: 1}) // ID 2
 	assert.False(t, c.CanPut(), "limit 3 reached")
 	_ = a2
 	var got []uint64
 	for c.CanTake() {
 		got = append(got, ids(c.Take(nil))...)
 	}
-	assert.Equal(t, []uint64{8, 7, 9}, got)
+	assert.Equal(t, []uint64{2, 0, 1}, got, "admitted version first, then arrival")
 }
 
 func TestDrainAccountsEverything(t *testing.T) {

@@ -54,7 +54,7 @@ func (t Trajectory) Tokens() int {
 // from one dataset item, compared with each other by group-relative
 // algorithms.
 type Group struct {
-	// ID numbers groups in the order rollouts were admitted within a run.
+	// ID numbers groups in the order the buffer accepted them within a run.
 	ID uint64 `json:"id"`
 	// Key identifies the dataset item the group came from.
 	Key string `json:"key,omitempty"`

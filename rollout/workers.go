@@ -46,12 +46,9 @@ type Workers struct {
 	// worker's goroutine; it must not block).
 	OnFailure func(error)
 
-	ids      atomic.Uint64
 	failures atomic.Int64
 	failed   atomic.Int64
 	dropped  atomic.Int64
-	inFlight atomic.Int64
-	peak     atomic.Int64
 }
 
 // Failed returns the number of rollouts that failed.
@@ -61,10 +58,6 @@ func (w *Workers) Failed() int64 { return w.failed.Load() }
 // rollout was cut short by cancellation (or whose group the Sink refused
 // because ctx ended): neither failed nor delivered.
 func (w *Workers) Abandoned() int64 { return w.dropped.Load() }
-
-// PeakInFlight returns the largest number of rollouts that were running at
-// once.
-func (w *Workers) PeakInFlight() int64 { return w.peak.Load() }
 
 // Run starts the workers and returns when all have stopped: when the
 // dataset is exhausted (nil), the Sink stops admitting (nil), ctx ends
@@ -100,12 +93,7 @@ func (w *Workers) work(ctx context.Context) error {
 			}
 			return fmt.Errorf("rollout: dataset: %w", err)
 		}
-		id := w.ids.Add(1) - 1
-		if n := w.inFlight.Add(1); n > w.peak.Load() {
-			w.raisePeak(n)
-		}
 		g, err := w.Runner.Rollout(ctx, prob)
-		w.inFlight.Add(-1)
 		if err != nil {
 			w.Sink.Fail(admitted)
 			if ctx.Err() != nil {
@@ -124,19 +112,10 @@ func (w *Workers) work(ctx context.Context) error {
 		if w.failures.Load() != 0 {
 			w.failures.Store(0)
 		}
-		g.ID, g.Admitted, g.Source = id, admitted, prob
+		g.Admitted, g.Source = admitted, prob
 		if err := w.Sink.Put(ctx, g); err != nil {
 			w.dropped.Add(1)
 			return nil
-		}
-	}
-}
-
-func (w *Workers) raisePeak(n int64) {
-	for {
-		p := w.peak.Load()
-		if n <= p || w.peak.CompareAndSwap(p, n) {
-			return
 		}
 	}
 }

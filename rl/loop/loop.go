@@ -59,7 +59,8 @@ type Report struct {
 	// Failed counts rollouts that produced no group; Abandoned those cut
 	// short by shutdown.
 	Failed, Abandoned int64
-	// PeakInFlight is the largest number of rollouts running at once.
+	// PeakInFlight is the largest number of rollouts admitted and not yet
+	// finished at once.
 	PeakInFlight int64
 	// Leftover holds the groups accepted but not trained when the run
 	// ended; Unconfirmed those taken by a step the trainer did not confirm
@@ -214,9 +215,10 @@ func (l *Loop) Run(ctx context.Context) (err error) {
 	wg.Wait()
 
 	rep := Report{Steps: ln.steps, Start: start, Version: ln.version, Rollout: runner.Stats(),
-		Failed: workers.Failed(), Abandoned: workers.Abandoned(), PeakInFlight: workers.PeakInFlight(),
+		Failed: workers.Failed(), Abandoned: workers.Abandoned(),
 		Leftover: buf.Drain(), Unconfirmed: ln.unconfirmed, Elapsed: time.Since(began)}
 	rep.Buffer = buf.Stats()
+	rep.PeakInFlight = rep.Buffer.Peak
 	if obs != nil {
 		rep.ObserverDropped = obs.dropped.Load()
 	}

@@ -92,6 +92,7 @@ type Stats struct {
 	Trained   int64 // groups handed to the learner
 	Steps     int64 // batches handed to the learner
 	Running   int64 // rollouts in flight now
+	Peak      int64 // the most rollouts ever in flight at once
 	Served    policy.Version
 }
 
@@ -175,6 +176,7 @@ func (c *Core) Admit() (policy.Version, bool) {
 	c.untrained++
 	c.st.Admitted++
 	c.st.Running++
+	c.st.Peak = max(c.st.Peak, c.st.Running)
 	if n := len(c.buckets); n > 0 && c.buckets[n-1].admitted == c.served {
 		c.buckets[n-1].running++
 	} else {
