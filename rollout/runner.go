@@ -223,8 +223,8 @@ func (r *Runner) Recycle(g *rl.Group) {
 	if !ok || m.owner != r {
 		return
 	}
-	clear(m.trajs)
-	clear(m.trans)
+	// Not cleared: every field is overwritten on reuse, and the slices a
+	// pooled group still points to are kept alive only until then.
 	g.Memory, g.Trajectories = nil, nil
 	r.mem.Put(m)
 }
