@@ -95,6 +95,7 @@ func (ln *learner) step(ctx, grace context.Context) error {
 		span.SetStatus(codes.Error, err.Error())
 		return err
 	}
+	ln.steps++ // the trainer confirmed the step
 	tTrained := time.Now()
 	for i := range groups {
 		ln.runner.Recycle(&groups[i]) // the step's futures have resolved
@@ -113,7 +114,6 @@ func (ln *learner) step(ctx, grace context.Context) error {
 		}
 		m.Checkpoint = &ref
 	}
-	ln.steps++
 	if cfg.MaxStaleness == 0 {
 		if err := ln.syncer.WaitServed(ctx, ln.version); err != nil {
 			return err

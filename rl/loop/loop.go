@@ -62,11 +62,13 @@ type Report struct {
 	// PeakInFlight is the largest number of rollouts admitted and not yet
 	// finished at once.
 	PeakInFlight int64
-	// Leftover holds the groups accepted but not trained when the run
-	// ended; Unconfirmed those taken by a step the trainer did not confirm
-	// before the shutdown grace ran out. Nothing accepted is lost: every
-	// accepted group was trained, counted as dropped or requeued, or is in
-	// one of these two lists.
+	// Leftover holds the groups accepted but never taken by the learner
+	// when the run ended (Buffer.Drained counts them). Nothing accepted is
+	// lost: Buffer.Accepted = Trained + Dropped + Requeued + Drained.
+	// Unconfirmed lists the groups of a step the trainer did not confirm
+	// (an error, or the shutdown grace ran out); they are counted in
+	// Buffer.Trained, since the learner took them, and their memory is not
+	// recycled.
 	Leftover, Unconfirmed []rl.Group
 	// ObserverDropped counts metrics the observer was too slow to take.
 	ObserverDropped int64

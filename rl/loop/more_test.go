@@ -214,7 +214,38 @@ func TestShutdownMidRun(t *testing.T) {
 		require.ErrorIs(t, err, cause)
 		rep := l.Report()
 		st := rep.Buffer
-		assert.Equal(t, st.Accepted, st.Trained+st.Dropped+st.Requeued+int64(len(rep.Leftover))+int64(len(rep.Unconfirmed)), "policy %s", policyName)
+		assert.Equal(t, st.Accepted, st.Trained+st.Dropped+st.Requeued+int64(len(rep.Leftover)), "policy %s", policyName)
 		assert.Zero(t, st.Running)
 	}
+}
+
+// failingTrainer fails the forward-backward of its third step.
+type failingTrainer struct {
+	*sim.Trainer
+	calls atomic.Int32
+}
+
+var errDeviceLost = errors.New("device lost")
+
+func (f *failingTrainer) ForwardBackward(ctx context.Context, d []rl.Datum, l rl.Loss) *rl.Future[rl.ForwardBackwardOutput] {
+	if f.calls.Add(1) == 3 {
+		return rl.Failed[rl.ForwardBackwardOutput](errDeviceLost)
+	}
+	return f.Trainer.ForwardBackward(ctx, d, l)
+}
+
+func TestTrainerErrorReportsUnconfirmed(t *testing.T) {
+	t.Parallel()
+	deps := simDeps(newLedger(1000, 1))
+	deps.Trainer = &failingTrainer{Trainer: sim.NewTrainer(sim.TrainerConfig{})}
+	l, err := New(rl.Config{GroupsPerBatch: 2, GroupSize: 2, Steps: 10, MaxStaleness: 1}, deps)
+	require.NoError(t, err)
+	err = l.Run(context.Background())
+	require.ErrorIs(t, err, errDeviceLost)
+	assert.Contains(t, err.Error(), "forward-backward at version 2")
+	rep := l.Report()
+	assert.Equal(t, 2, rep.Steps)
+	assert.Len(t, rep.Unconfirmed, 2, "the failed step's groups are reported")
+	st := rep.Buffer
+	assert.Equal(t, st.Accepted, st.Trained+st.Dropped+st.Requeued+int64(len(rep.Leftover)))
 }

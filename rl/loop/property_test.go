@@ -135,9 +135,10 @@ func checkScenario(t *testing.T, seed uint64, sc scenario) {
 	}
 
 	// Every accepted group is accounted for.
-	assert.Equal(t, st.Accepted, st.Trained+st.Dropped+st.Requeued+int64(len(rep.Leftover))+int64(len(rep.Unconfirmed)),
-		"accepted = trained + dropped + requeued + leftover + unconfirmed")
-	assert.Equal(t, int64(rep.Steps*cfg.GroupsPerBatch), st.Trained)
+	assert.Equal(t, st.Accepted, st.Trained+st.Dropped+st.Requeued+int64(len(rep.Leftover)),
+		"accepted = trained + dropped + requeued + leftover")
+	assert.Equal(t, int64(len(rep.Leftover)), st.Drained)
+	assert.Equal(t, int64(rep.Steps*cfg.GroupsPerBatch+len(rep.Unconfirmed)), st.Trained)
 	assert.Equal(t, st.Admitted, st.Accepted+st.Failed, "every admission ended")
 	assert.Zero(t, st.Running)
 
