@@ -68,6 +68,9 @@ func (ln *learner) step(ctx, grace context.Context) error {
 	cfg := l.cfg
 	stepNo := l.deps.StartStep + ln.steps
 	t0 := time.Now()
+	if ctx.Err() != nil {
+		return context.Cause(ctx) // no new step once the run is stopping
+	}
 
 	// 1. Wait for a batch that satisfies the staleness rule.
 	dog := watchdog.Start(cfg.Watchdog, func(w time.Duration) {
