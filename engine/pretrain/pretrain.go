@@ -21,7 +21,7 @@ type Options struct {
 	Warmup    int           // linear warm-up steps, then cosine decay to LR/10
 	NoiseRate float64       // fraction of corpus lines with a wrong answer
 	Threads   int           // goroutines per step; does not change the result
-	EvalN     int           // held-out problems for the final greedy accuracy
+	EvalN     int           // held-out problems for the final greedy accuracy; < 0: none
 }
 
 // DefaultOptions is the recipe of the shipped base model.
@@ -66,8 +66,6 @@ func (o Options) Validate() error {
 		return fmt.Errorf("pretrain: warmup %d must be non-negative", o.Warmup)
 	case !(o.NoiseRate >= 0 && o.NoiseRate < 1):
 		return fmt.Errorf("pretrain: noise rate %v must be in [0, 1)", o.NoiseRate)
-	case o.EvalN < 0:
-		return fmt.Errorf("pretrain: eval count %d must be non-negative", o.EvalN)
 	}
 	return o.Config.Validate()
 }
