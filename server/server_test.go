@@ -453,3 +453,16 @@ func TestStepLogObserverAndEndpoint(t *testing.T) {
 	status, _ = h.call(keyB, http.MethodGet, "training_runs/"+model+"/step_log", nil)
 	assert.Equal(t, http.StatusNotFound, status)
 }
+
+func TestUnknownCheckpointDoesNotStall(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil)
+	model := h.model(keyA, h.session(keyA), 0)
+	status, _ := h.call(keyA, http.MethodPost, "load_weights", fmt.Sprintf(`{"model_id":%q,"seq_id":1,"path":"tinker://%s/weights/missing"}`, model, model))
+	require.Equal(t, http.StatusNotFound, status)
+	h.ok(keyA, h.submit(keyA, "optim_step", optim(model, 2, 1)))
+	log := h.srv.StepLog(model)
+	require.Len(t, log, 2)
+	assert.Equal(t, server.StepRejected, log[0].Status)
+	assert.Contains(t, log[0].Error, "not found")
+}

@@ -28,8 +28,10 @@ func (s *Server) training(owner, kind string, body []byte, build func(m *model) 
 	}
 	start, err := build(m)
 	if err != nil {
+		// A call refused for what it asks (a bad body, an unknown
+		// checkpoint) uses up its seq_id, so the calls after it go on.
 		var ae *apiError
-		if h.SeqID != nil && errors.As(err, &ae) && ae.status == http.StatusBadRequest {
+		if h.SeqID != nil && errors.As(err, &ae) && ae.status/100 == 4 && ae.status != http.StatusTooManyRequests {
 			s.reject(m, owner, kind, *h.SeqID, err)
 		}
 		return nil, err
