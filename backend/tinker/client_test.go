@@ -159,6 +159,14 @@ func TestSaveAndLoadState(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, policy.Version(2), st.Version)
 	assert.True(t, e.be.Trainer(b.ModelID()).LoadedOptimizer())
+
+	b.ForwardBackward(ctx, []rl.Datum{datum(1)}, ce)
+	require.NoError(t, b.Unload(ctx))
+	assert.Equal(t, []string{"load_state", "optim_step", "forward_backward"}, e.be.Trainer(b.ModelID()).Calls(), "calls before Unload were applied")
+	_, err = b.OptimStep(ctx, rl.AdamParams{}).Wait(ctx)
+	var se *tinker.StatusError
+	require.ErrorAs(t, err, &se)
+	assert.Equal(t, 404, se.Status)
 }
 
 func TestChunkedForwardBackward(t *testing.T) {

@@ -303,3 +303,25 @@ func (t *Trainer) LoadState(ctx context.Context, ref policy.Ref, withOptimizer b
 		return struct{}{}, nil
 	})
 }
+
+// Unload waits for the calls already submitted to resolve, then asks the
+// server to unload the model (POST unload_model). Calls submitted after
+// Unload fail on the server.
+func (t *Trainer) Unload(ctx context.Context) error {
+	t.mu.Lock()
+	tail := t.doneTail
+	t.mu.Unlock()
+	select {
+	case <-tail:
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+	id, err := t.c.submit(ctx, "unload_model", wire.ModelRequest{ModelID: t.model}, nil)
+	if err == nil {
+		_, err = t.c.poll(ctx, id)
+	}
+	if err != nil {
+		return fmt.Errorf("tinker: unload model %s: %w", t.model, err)
+	}
+	return nil
+}
