@@ -20,7 +20,9 @@ import (
 func save(t *testing.T, st *checkpoint.Store, run, name string, kind policy.Kind, v policy.Version) {
 	t.Helper()
 	_, err := st.Save(context.Background(), checkpoint.Meta{Run: run, Name: name, Kind: kind, Version: v, BaseModel: "tiny-base"},
-		func(dir string) error { return os.WriteFile(filepath.Join(dir, "adapter_model.safetensors"), []byte("w"), 0o644) })
+		func(dir string) error {
+			return os.WriteFile(filepath.Join(dir, "adapter_model.safetensors"), []byte("w"), 0o644)
+		})
 	require.NoError(t, err)
 }
 
