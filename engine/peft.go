@@ -36,7 +36,9 @@ type peftConfig struct {
 // adapter_model.safetensors (float32, names such as
 // base_model.model.model.layers.0.self_attn.q_proj.lora_A.weight). baseModel
 // names the base in the config (may be empty). Each file is written
-// atomically; the folder is created if needed.
+// atomically; the folder is created if needed. Inference servers differ in
+// what they accept: vLLM, for one, loads attention and MLP adapters but not
+// an lm_head adapter, so train with TrainUnembed off for such exports.
 func SaveAdapter[T Float](dir string, a *Adapter[T], baseModel string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -165,7 +167,7 @@ func (t *Trainer[T]) SaveAdapter(dir string) error {
 	if t.ad == nil {
 		return fmt.Errorf("engine: SaveAdapter: the trainer trains the full model; use SaveState or SaveBase")
 	}
-	return SaveAdapter(dir, t.ad, "")
+	return SaveAdapter(dir, t.ad, t.opts.BaseName)
 }
 
 // SaveState writes everything needed to resume training exactly: the
@@ -182,7 +184,7 @@ func (t *Trainer[T]) SaveState(dir string) error {
 		if err := SaveBase(filepath.Join(dir, modelFile), t.base, dtypeOf[T]()); err != nil {
 			return err
 		}
-	} else if err := SaveAdapter(dir, t.ad, ""); err != nil {
+	} else if err := SaveAdapter(dir, t.ad, t.opts.BaseName); err != nil {
 		return err
 	}
 	var ts []safetensors.Named

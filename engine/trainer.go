@@ -13,6 +13,8 @@ type TrainerOptions struct {
 	// Full trains every base weight (pretraining) instead of a LoRA adapter;
 	// the LoraConfig passed to NewTrainer is then ignored.
 	Full bool
+	// BaseName is written as base_model_name_or_path in saved adapters.
+	BaseName string
 	// MaxBatchTokens bounds the tokens of one packed micro-batch (0 means
 	// 4096); larger calls are split, which bounds activation memory.
 	MaxBatchTokens int

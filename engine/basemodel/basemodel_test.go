@@ -53,7 +53,9 @@ func TestShippedAnswers(t *testing.T) {
 
 // TestShippedReproduces regenerates the shipped file from its recipe and
 // compares bytes. It takes about ten minutes on two cores, so it runs only
-// with TANDEM_REPRODUCE_BASE=1.
+// with TANDEM_REPRODUCE_BASE=1. With TANDEM_BASE_OUT=path it also writes the
+// regenerated file there (to refresh the shipped file after a numeric
+// change).
 func TestShippedReproduces(t *testing.T) {
 	if os.Getenv("TANDEM_REPRODUCE_BASE") != "1" {
 		t.Skip("set TANDEM_REPRODUCE_BASE=1 to regenerate the base model (~10 min)")
@@ -65,6 +67,9 @@ func TestShippedReproduces(t *testing.T) {
 	require.NoError(t, err)
 	t.Logf("final loss %.4f, kernels %s", rep.FinalLoss, rep.Kernels)
 	path := filepath.Join(t.TempDir(), "arith.safetensors")
+	if out := os.Getenv("TANDEM_BASE_OUT"); out != "" {
+		path = out
+	}
 	require.NoError(t, engine.SaveBase(path, m, "BF16"))
 	got, err := os.ReadFile(path)
 	require.NoError(t, err)
