@@ -28,6 +28,9 @@ func dgemmKernel12x16(k int, a *float64, rsa, csa int, b *float64, ldb int, c *f
 func sdotKernel3x4(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, alpha float32, beta float32)
 
 //go:noescape
+func sdotKernel4x4AVX512(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, alpha float32, beta float32)
+
+//go:noescape
 func sdotAVX2(x *float32, y *float32, n int) float32
 
 //go:noescape
@@ -77,6 +80,14 @@ func avx2SdotTile(k int, a []float32, lda int, b []float32, ldb int, c []float32
 	_ = b[3*ldb+k-1]
 	_ = c[2*ldc+3]
 	sdotKernel3x4(k, &a[0], lda, &b[0], ldb, &c[0], ldc, alpha, beta)
+}
+
+// avx512SdotTile is the dotKernel for 4 rows of A against 4 rows of B.
+func avx512SdotTile(k int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int, alpha, beta float32) {
+	_ = a[3*lda+k-1]
+	_ = b[3*ldb+k-1]
+	_ = c[3*ldc+3]
+	sdotKernel4x4AVX512(k, &a[0], lda, &b[0], ldb, &c[0], ldc, alpha, beta)
 }
 
 func avx2Sdot(x, y []float32) float32 {
@@ -129,7 +140,7 @@ var (
 		name: "avx512-12x32", mr: 12, nr: 32, kernel: avx512Sgemm,
 		kc: 256, mc: 96, chunk: 8,
 		packBMinRows: 24, packAMinPanels: never, packATransMinPanels: 1,
-		dot:    avx2SgemmImpl.dot,
+		dot:    &dotImpl[float32]{mr: 4, nr: 4, kernel: avx512SdotTile, maxRows: 24, chunk: 16},
 		narrow: avx2SgemmImpl, narrowMaxN: 16, swapMaxN: 16,
 		pool: new(sync.Pool),
 	}
