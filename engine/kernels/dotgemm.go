@@ -25,8 +25,10 @@ func dotGemm[T float](im *gemmImpl[T], par Par, m, n, k int, alpha T, a []T, lda
 	mr, nr := d.mr, d.nr
 	rowBlocks := ceilDiv(m, mr)
 	colTiles := ceilDiv(n, nr)
-	items := ceilDiv(colTiles, d.chunk)
-	threads := par.workers(items, int64(m)*int64(n)*int64(k))
+	threads := par.workers(colTiles, int64(m)*int64(n)*int64(k))
+	_, chunk := itemGrid(threads, 1, colTiles, 1, 1, d.chunk)
+	items := ceilDiv(colTiles, chunk)
+	threads = min(threads, items)
 
 	// Padded copies of the last, partial row block of A (shared, read-only)
 	// and, per worker, of the last partial column tile of B, plus a tile.
@@ -58,7 +60,7 @@ func dotGemm[T float](im *gemmImpl[T], par Par, m, n, k int, alpha T, a []T, lda
 	parallelFor(threads, items, func(item, w int) {
 		s := *scratch[w]
 		bEdge, tile := s[:nr*k], s[nr*k:]
-		for jt := item * d.chunk; jt < min((item+1)*d.chunk, colTiles); jt++ {
+		for jt := item * chunk; jt < min((item+1)*chunk, colTiles); jt++ {
 			j0 := jt * nr
 			nb := min(nr, n-j0)
 			bp, ldbp := b[j0*ldb:], ldb

@@ -122,11 +122,10 @@ func gemm[T float](im *gemmImpl[T], par Par, tA, tB bool, m, n, k int, alpha T, 
 	}
 
 	// Per-worker scratch: packed A block, a padded edge panel of B, one tile.
-	maxThreads := max(1, par.Threads)
 	kcMax := min(im.kc, k)
 	aLen := ceilDiv(min(im.mc, m), mr) * mr * kcMax
 	scratchLen := aLen + kcMax*nr + mr*nr
-	scratch := make([]*[]T, min(maxThreads, ceilDiv(m, im.mc)*ceilDiv(ceilDiv(n, nr), im.chunk)))
+	scratch := make([]*[]T, par.workers(m*ceilDiv(n, nr), int64(m)*int64(n)*int64(k)))
 	for w := range scratch {
 		scratch[w] = im.getBuf(scratchLen)
 	}
@@ -182,23 +181,52 @@ func (s *slab[T]) run(par Par, scratch []*[]T, aLen, kcMax int) {
 			packBPanel(s.tB, s.b, s.ldb, s.p0, s.kg, j, min(nr, s.n-j), nr, s.bPacked[jp*s.kg*nr:(jp+1)*s.kg*nr])
 		})
 	}
-	nChunks := ceilDiv(nPanels, im.chunk)
-	items := ceilDiv(s.m, im.mc) * nChunks
-	threads := min(len(scratch), par.workers(items, int64(s.m)*int64(s.nb)*int64(s.kg)))
-	parallelFor(threads, items, func(item, w int) {
+	threads := min(len(scratch), par.workers(s.m*nPanels, int64(s.m)*int64(s.nb)*int64(s.kg)))
+	mc, chunk := itemGrid(threads, s.m, nPanels, im.mr, im.mc, im.chunk)
+	nChunks := ceilDiv(nPanels, chunk)
+	items := ceilDiv(s.m, mc) * nChunks
+	parallelFor(min(threads, items), items, func(item, w int) {
 		buf := *scratch[w]
-		jp0 := (item % nChunks) * im.chunk
-		s.item((item/nChunks)*im.mc, jp0, min(jp0+im.chunk, nPanels), buf[:aLen], buf[aLen:aLen+kcMax*nr], buf[aLen+kcMax*nr:])
+		i0 := (item / nChunks) * mc
+		jp0 := (item % nChunks) * chunk
+		s.item(i0, min(mc, s.m-i0), jp0, min(jp0+chunk, nPanels), buf[:aLen], buf[aLen:aLen+kcMax*nr], buf[aLen+kcMax*nr:])
 	})
 }
 
-// item computes rows [i0, i0+mc) of C against the slab's panels [jp0, jp1),
+// itemsPerThread is how many work items each goroutine should have to choose
+// from, so that uneven items still balance.
+const itemsPerThread = 4
+
+// itemGrid returns the rows (a multiple of mr) and B panels of one work
+// item: mc and chunk, halved (columns first) until there are
+// itemsPerThread·threads items or an item is one tile. Only the speed
+// depends on it: every tile is computed the same way whichever item holds it.
+func itemGrid(threads, m, nPanels, mr, mc, chunk int) (int, int) {
+	mc = min(mc, ceilDiv(m, mr)*mr)
+	chunk = min(chunk, nPanels)
+	want := itemsPerThread * threads
+	if threads <= 1 {
+		return mc, chunk
+	}
+	for ceilDiv(m, mc)*ceilDiv(nPanels, chunk) < want {
+		switch {
+		case chunk > 1:
+			chunk = ceilDiv(chunk, 2)
+		case mc > mr:
+			mc = max(mr, mc/2/mr*mr)
+		default:
+			return mc, chunk
+		}
+	}
+	return mc, chunk
+}
+
+// item computes rows [i0, i0+mb) of C against the slab's panels [jp0, jp1),
 // one depth pass of kc rows at a time.
-func (s *slab[T]) item(i0, jp0, jp1 int, aBuf, bEdge, tile []T) {
+func (s *slab[T]) item(i0, mb, jp0, jp1 int, aBuf, bEdge, tile []T) {
 	im, mr, nr := s.im, s.im.mr, s.im.nr
 	a, lda, b, ldb, c, ldc := s.a, s.lda, s.b, s.ldb, s.c, s.ldc
 	m, n, tA, alpha := s.m, s.n, s.tA, s.alpha
-	mb := min(im.mc, m-i0)
 	packA := jp1-jp0 >= im.packAMinPanels
 	if tA {
 		packA = jp1-jp0 >= im.packATransMinPanels

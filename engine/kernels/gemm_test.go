@@ -136,6 +136,8 @@ func TestGemmDeterministicAcrossThreads(t *testing.T) {
 		{tA: true, m: 130, n: 260, k: 600, padC: 2},
 		{tA: true, tB: true, m: 257, n: 129, k: 65, padB: 3},
 		{m: 1000, n: 40, k: 64},
+		{tA: true, m: 16, n: 128, k: 700}, // one item unless split finer
+		{tB: true, m: 20, n: 130, k: 300}, // dot path
 	}
 	for _, im := range sgemmImpls() {
 		for _, s := range shapes {

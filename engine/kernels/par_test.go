@@ -61,3 +61,22 @@ func TestParallelForPanics(t *testing.T) {
 		})
 	})
 }
+
+func TestItemGrid(t *testing.T) {
+	t.Parallel()
+	for _, threads := range []int{1, 2, 3, 8} {
+		for _, m := range []int{1, 5, 12, 16, 100, 1000} {
+			for _, nPanels := range []int{1, 3, 4, 24, 100} {
+				mc, chunk := itemGrid(threads, m, nPanels, 6, 96, 16)
+				require.Positive(t, chunk)
+				require.Zero(t, mc%6, "mc=%d must be a multiple of mr", mc)
+				require.GreaterOrEqual(t, mc, 6)
+				items := ceilDiv(m, mc) * ceilDiv(nPanels, chunk)
+				if threads > 1 && items < itemsPerThread*threads {
+					assert.True(t, chunk == 1 && mc == 6 || mc >= m && chunk == 1,
+						"threads=%d m=%d panels=%d: %d items, yet mc=%d chunk=%d could split further", threads, m, nPanels, items, mc, chunk)
+				}
+			}
+		}
+	}
+}
