@@ -66,7 +66,7 @@ type GroupRelative struct {
 }
 
 type datumScratch struct {
-	set     bool // inputs hold the current slices (no map writes needed)
+	n       int // length of the slices inputs hold (0 = not set)
 	chunk   [1]Chunk
 	tokens  []int
 	targets []int64
@@ -141,11 +141,18 @@ func (a *GroupRelative) Batch(_ context.Context, _ Trainer, _ policy.Version, gr
 
 // appendDatum adds the datum of one transition: input = observation ++
 // action minus the last token, targets shifted by one, sampler log-probs and
-// the advantage on action positions, zeros on observation positions.
+// the advantage on action positions, zeros on observation positions. It
+// reuses the memory of the datum at the same index in the previous batch.
 func (a *GroupRelative) appendDatum(tr *Transition, adv float64) {
-	obs := tr.Observation.Len()
-	n := obs + len(tr.Action) - 1 // positions
-	if len(tr.Action) == 0 || n <= 0 {
+	var obs int
+	if len(tr.Observation.Chunks) == 1 {
+		obs = len(tr.Observation.Chunks[0].Tokens)
+	} else {
+		obs = tr.Observation.Len()
+	}
+	m := len(tr.Action)
+	n := obs + m - 1 // positions
+	if m == 0 || n <= 0 {
 		return
 	}
 	i := len(a.datums)
@@ -153,83 +160,42 @@ func (a *GroupRelative) appendDatum(tr *Transition, adv float64) {
 		a.scratch = append(a.scratch, datumScratch{inputs: make(map[string]TensorData, 3)})
 	}
 	s := &a.scratch[i]
-	oldT, oldL, oldA := sliceID(s.targets), fsliceID(s.lps), fsliceID(s.advs)
-	full := obs + len(tr.Action)
-	if cap(s.tokens) < full {
-		s.tokens = make([]int, full)
+	moved := false
+	if cap(s.tokens) < n+1 {
+		s.tokens, moved = make([]int, n+1), true
 	}
-	toks := s.tokens[:full]
+	if cap(s.targets) < n {
+		s.targets, s.lps, s.advs, moved = make([]int64, n), make([]float64, n), make([]float64, n), true
+	}
+	toks := s.tokens[:n+1]
 	off := 0
 	for _, c := range tr.Observation.Chunks {
 		off += copy(toks[off:], c.Tokens)
 	}
 	copy(toks[off:], tr.Action)
-	if cap(s.targets) < n {
-		s.targets = make([]int64, n)
-	}
-	tg := s.targets[:n]
+	tg, lps, advs := s.targets[:n], s.lps[:n], s.advs[:n]
 	for p, t := range toks[1:] {
 		tg[p] = int64(t)
 	}
-	s.targets = tg
-	s.tokens = toks[:n]
-	s.lps = grow(s.lps, n)
-	s.advs = grow(s.advs, n)
-	same := s.set && oldT == sliceID(s.targets) && oldL == fsliceID(s.lps) && oldA == fsliceID(s.advs)
 	first := obs - 1 // position whose target is the first action token
-	lps, advs := s.lps, s.advs
-	if first > 0 {
-		clear(lps[:first])
-		clear(advs[:first])
-	}
 	start := max(first, 0)
+	clear(lps[:start])
+	clear(advs[:start])
 	copy(lps[start:], tr.Logprobs[start-first:])
 	for p := start; p < n; p++ {
 		advs[p] = adv
 	}
-	s.chunk[0] = Chunk{Type: ChunkEncodedText, Tokens: s.tokens}
-	if !same {
+	s.tokens = toks
+	s.chunk[0] = Chunk{Type: ChunkEncodedText, Tokens: toks[:n]}
+	if moved || n != s.n {
 		// The map's values are slice headers: rewrite them only when the
 		// slices moved or changed length (map writes cost more than the
 		// rest of the datum).
-		s.inputs[InputTargetTokens] = TensorData{DType: Int64, Ints: s.targets}
-		s.inputs[InputLogprobs] = TensorData{DType: Float32, Floats: s.lps}
-		s.inputs[InputAdvantages] = TensorData{DType: Float32, Floats: s.advs}
-		s.set = true
+		s.inputs[InputTargetTokens] = TensorData{DType: Int64, Ints: tg}
+		s.inputs[InputLogprobs] = TensorData{DType: Float32, Floats: lps}
+		s.inputs[InputAdvantages] = TensorData{DType: Float32, Floats: advs}
+		s.n = n
 	}
 	a.datums = append(a.datums, Datum{ModelInput: ModelInput{Chunks: s.chunk[:]}, LossFnInputs: s.inputs})
-	a.actions = append(a.actions, Span{Datum: i, Start: max(first, 0), End: n})
-}
-
-func grow(s []float64, n int) []float64 {
-	if cap(s) < n {
-		return make([]float64, n)
-	}
-	return s[:n]
-}
-
-type sliceKey struct {
-	p   *int64
-	n   int
-	cap int
-}
-
-type fsliceKey struct {
-	p   *float64
-	n   int
-	cap int
-}
-
-func sliceID(s []int64) sliceKey {
-	if cap(s) == 0 {
-		return sliceKey{}
-	}
-	return sliceKey{&s[:1][0], len(s), cap(s)}
-}
-
-func fsliceID(s []float64) fsliceKey {
-	if cap(s) == 0 {
-		return fsliceKey{}
-	}
-	return fsliceKey{&s[:1][0], len(s), cap(s)}
+	a.actions = append(a.actions, Span{Datum: i, Start: start, End: n})
 }
