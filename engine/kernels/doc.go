@@ -62,10 +62,13 @@
 // returning. It uses min(Threads, work items, m·n·k / 2¹⁸) goroutines, so a
 // product below about half a million multiply-adds stays on the calling
 // goroutine: starting a goroutine costs about a microsecond, 2¹⁸
-// multiply-adds take about ten on one AVX2 core. Work items are blocks of
-// 96 rows by 256 columns of C (AVX-512: 96 rows by 256 columns; AVX2: 96 by
-// 256), handed out dynamically. Scratch buffers come from a sync.Pool. All
-// functions are safe for concurrent use (on distinct C).
+// multiply-adds take about ten on one AVX2 core. Work items are blocks of at
+// most 96 rows by 256 columns of C, split finer (down to one tile) until each
+// goroutine has about four to choose from, and handed out dynamically; how
+// the work is split never changes a result. Scratch buffers come from a
+// sync.Pool, and the packed copy of B is bounded (16 MiB of float32) by
+// cutting large products into slabs along the tile grid and the depth passes.
+// All functions are safe for concurrent use (on distinct C).
 //
 // # Speed
 //

@@ -86,12 +86,12 @@ func gemm[T float](im *gemmImpl[T], par Par, tA, tB bool, m, n, k int, alpha T, 
 		scaleC(m, n, beta, c, ldc)
 		return
 	}
-	if im.narrow != nil && n <= im.narrowMaxN {
-		gemm(im.narrow, par, tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
-		return
-	}
 	if tA && n <= im.swapMaxN && m >= 4*n {
 		swapGemm(im, par, tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+		return
+	}
+	if im.narrow != nil && n <= im.narrowMaxN {
+		gemm(im.narrow, par, tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 		return
 	}
 	if d := im.dot; d != nil && !tA && tB && m <= d.maxRows {
