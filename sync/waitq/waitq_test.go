@@ -38,3 +38,31 @@ func TestFIFO(t *testing.T) {
 	assert.Equal(t, 7, w.Val)
 	assert.Equal(t, 0, q.Len())
 }
+
+func TestRecycle(t *testing.T) {
+	t.Parallel()
+	var q Queue[int]
+	w := q.Push()
+	require.True(t, q.Grant(5))
+	<-w.C
+	assert.Equal(t, 5, w.Val)
+	q.Recycle(w)
+
+	// A waiter granted while its goroutine gave up: Recycle drains the
+	// pending grant so the reused waiter does not wake early.
+	w2 := q.Push()
+	require.True(t, q.Grant(6))
+	assert.False(t, q.Remove(w2))
+	q.Recycle(w2)
+	for range 4 {
+		w3 := q.Push()
+		select {
+		case <-w3.C:
+			t.Fatal("recycled waiter woke without a grant")
+		default:
+		}
+		assert.Zero(t, w3.Val)
+		require.True(t, q.Remove(w3))
+		q.Recycle(w3)
+	}
+}
