@@ -5,6 +5,7 @@ package kernels
 import (
 	"os"
 	"sync"
+	"unsafe"
 
 	"golang.org/x/sys/cpu"
 )
@@ -29,6 +30,9 @@ func sdotKernel3x4(k int, a *float32, lda int, b *float32, ldb int, c *float32, 
 
 //go:noescape
 func sdotKernel4x4AVX512(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, alpha float32, beta float32)
+
+//go:noescape
+func copyRowsAVX(dst unsafe.Pointer, src unsafe.Pointer, srcStride int, rowBytes int, rows int)
 
 //go:noescape
 func sdotAVX2(x *float32, y *float32, n int) float32
@@ -165,6 +169,7 @@ func init() {
 		return
 	}
 	sgemmImpl, dgemmImpl = avx2SgemmImpl, avx2DgemmImpl
+	copyRows = copyRowsAVX
 	sdotImpl, ddotImpl = avx2Sdot, avx2Ddot
 	saxpyImpl, daxpyImpl = avx2Saxpy, avx2Daxpy
 	if hasAVX512 && os.Getenv(EnvKernels) != "avx2" {

@@ -1,13 +1,25 @@
 package kernels
 
+import "unsafe"
+
+// copyRows, when set (amd64 with AVX), copies rows of 24, 48 or 96 bytes
+// from src, srcStride bytes apart, to dst back to back; it handles no other
+// width. The caller checks bounds.
+var copyRows func(dst, src unsafe.Pointer, srcStride, rowBytes, rows int)
+
 // packAPanel packs rows [i, i+mi) and columns [pc, pc+kb) of op(A) into one
 // micro-panel of mr rows: element (i+ii, pc+p) goes to dst[p*mr+ii]. Rows
 // past mi are zero.
 func packAPanel[T float](tA bool, a []T, lda, i, mi, pc, kb, mr int, dst []T) {
 	d := dst[:kb*mr]
 	if tA {
-		// op(A)(i, q) = a[q*lda+i]: each depth step is a contiguous run;
-		// copied as fixed-size arrays for the kernels' tile heights.
+		// op(A)(i, q) = a[q*lda+i]: each depth step is a contiguous run.
+		size := int(unsafe.Sizeof(a[0]))
+		if w := mr * size; mi == mr && copyRows != nil && (w == 24 || w == 48 || w == 96) {
+			_ = a[(pc+kb-1)*lda+i+mr-1] // the last element copied
+			copyRows(unsafe.Pointer(&d[0]), unsafe.Pointer(&a[pc*lda+i]), lda*size, w, kb)
+			return
+		}
 		switch {
 		case mi == 12 && mr == 12:
 			for p := range kb {
