@@ -23,9 +23,9 @@ type gemmImpl[T float] struct {
 	name   string
 	mr, nr int            // micro-tile
 	kernel microKernel[T] // computes one mr×nr tile
-	kc     int            // depth of one pass (rows of B panels in L1)
-	mc     int            // rows of A packed per work item (a multiple of mr, in L2)
-	chunk  int            // B panels (nr columns each) per work item
+	kc     int            // depth of one pass (rows of a B panel, sized for L1)
+	mc     int            // most rows of C per work item (a multiple of mr)
+	chunk  int            // most B panels (nr columns each) per work item
 	// packBMinRows: B is packed when op(A) has more rows than this; below it,
 	// B is used in place when it is not transposed (packing would cost more
 	// than it saves).
@@ -36,7 +36,6 @@ type gemmImpl[T float] struct {
 	// panel is packed. Reading a transposed A in place walks down columns at
 	// stride lda, which thrashes a few L1 sets; rows in place are cheap.
 	packAMinPanels, packATransMinPanels int
-	pool                                *sync.Pool // of *[]T scratch buffers
 	// maxPackedB bounds the packed copy of B, in elements (0: the default);
 	// it is exceeded only when one pass over one work item's columns needs
 	// more.
@@ -48,10 +47,12 @@ type gemmImpl[T float] struct {
 	narrow     *gemmImpl[T]
 	narrowMaxN int
 	// swapMaxN: a transposed A with n <= swapMaxN and m >= 4n is computed as
-	// Cᵀ = op(B)ᵀ·op(A)ᵀ into scratch, then transposed into C: the wide
-	// problem reads the transposed A in place, where the narrow one would
-	// repack all of it for one or two panels of B.
+	// Cᵀ = op(B)ᵀ·op(A)ᵀ into scratch, then transposed into C. As it stands,
+	// every row of the transposed A would be packed to be used against one
+	// or two B panels; swapped, the few rows of op(B)ᵀ are packed once and
+	// used against many panels.
 	swapMaxN int
+	pool     *sync.Pool // of *[]T scratch buffers
 }
 
 // never is a threshold no problem reaches.
