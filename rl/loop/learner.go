@@ -91,7 +91,8 @@ func (ln *learner) step(ctx, grace context.Context) error {
 	ctxStep, span := l.tel.tracer.Start(grace, "learner.step", trace.WithAttributes(
 		attribute.Int("step", stepNo), attribute.Int64("version", int64(ln.version))))
 	defer span.End()
-	m, err := ln.train(ctxStep, groups)
+	name := fmt.Sprintf("%s-step-%06d", cfg.Run, stepNo+1)
+	m, saved, err := ln.train(ctxStep, groups, name)
 	if err != nil {
 		ln.unconfirmed = append(ln.unconfirmed, groups...)
 		span.RecordError(err)
@@ -105,9 +106,9 @@ func (ln *learner) step(ctx, grace context.Context) error {
 	}
 	clear(groups)
 
-	// 2. Publish; with k = 0 wait until the samplers serve it.
-	name := fmt.Sprintf("%s-step-%06d", cfg.Run, stepNo+1)
-	if _, err := weights.Publish(ctxStep, l.deps.Trainer, l.deps.Registry, name); err != nil {
+	// 2. Publish (the save was submitted behind the optimizer step); with
+	// k = 0 wait until the samplers serve it.
+	if _, err := weights.PublishSaved(ctxStep, saved, l.deps.Registry, name); err != nil {
 		return fmt.Errorf("loop: step %d: %w", stepNo, err)
 	}
 	if cfg.SaveEvery > 0 && (stepNo+1)%cfg.SaveEvery == 0 {
@@ -142,8 +143,9 @@ func (ln *learner) step(ctx, grace context.Context) error {
 }
 
 // train runs the batch's optimizer sub-steps and returns the metrics it
-// can fill.
-func (ln *learner) train(ctx context.Context, groups []rl.Group) (StepMetrics, error) {
+// can fill, and the SaveForSampler call it submitted right behind the last
+// optimizer step (so publishing costs no extra round trip).
+func (ln *learner) train(ctx context.Context, groups []rl.Group, name string) (StepMetrics, *rl.Future[policy.Ref], error) {
 	l := ln.l
 	cfg := l.cfg
 	var m StepMetrics
@@ -171,16 +173,20 @@ func (ln *learner) train(ctx context.Context, groups []rl.Group) (StepMetrics, e
 	}
 
 	per := len(groups) / cfg.Substeps
+	var saved *rl.Future[policy.Ref]
 	var gapSum float64
 	var gapN int
 	for sub := range cfg.Substeps {
 		part := groups[sub*per : (sub+1)*per]
 		batch, err := l.deps.Algorithm.Batch(ctx, l.deps.Trainer, ln.version, part)
 		if err != nil {
-			return m, fmt.Errorf("loop: algorithm: %w", err)
+			return m, nil, fmt.Errorf("loop: algorithm: %w", err)
 		}
 		fb := l.deps.Trainer.ForwardBackward(ctx, batch.Datums, batch.Loss)
 		op := l.deps.Trainer.OptimStep(ctx, cfg.Adam)
+		if sub == cfg.Substeps-1 {
+			saved = l.deps.Trainer.SaveForSampler(ctx, name)
+		}
 		v := ln.version
 		dog := watchdog.Start(cfg.Watchdog, func(w time.Duration) {
 			l.deps.Logger.Warn("loop: waiting for the trainer", "version", v, "datums", len(batch.Datums),
@@ -189,15 +195,15 @@ func (ln *learner) train(ctx context.Context, groups []rl.Group) (StepMetrics, e
 		fbOut, err := fb.Wait(ctx)
 		if err != nil {
 			dog.Stop()
-			return m, fmt.Errorf("loop: forward-backward at version %d: %w", ln.version, err)
+			return m, nil, fmt.Errorf("loop: forward-backward at version %d: %w", ln.version, err)
 		}
 		opOut, err := op.Wait(ctx)
 		dog.Stop()
 		if err != nil {
-			return m, fmt.Errorf("loop: optimizer step at version %d: %w", ln.version, err)
+			return m, nil, fmt.Errorf("loop: optimizer step at version %d: %w", ln.version, err)
 		}
 		if opOut.Version != ln.version+1 {
-			return m, fmt.Errorf("loop: trainer reports version %d after an optimizer step from %d; is another learner using it?", opOut.Version, ln.version)
+			return m, nil, fmt.Errorf("loop: trainer reports version %d after an optimizer step from %d; is another learner using it?", opOut.Version, ln.version)
 		}
 		ln.version = opOut.Version
 		s, n := logprobGap(batch, fbOut)
@@ -218,7 +224,7 @@ func (ln *learner) train(ctx context.Context, groups []rl.Group) (StepMetrics, e
 	} else {
 		m.LogprobGap = math.NaN()
 	}
-	return m, nil
+	return m, saved, nil
 }
 
 // logprobGap sums |q − p| over the batch's action positions, q being the

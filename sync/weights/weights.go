@@ -31,9 +31,16 @@ var tracer trace.Tracer = otel.Tracer("github.com/tandemrl/tandem/sync/weights")
 // Publish saves the trainer's current adapter for samplers under name and
 // records the ref in reg. It returns the published ref.
 func Publish(ctx context.Context, t rl.Trainer, reg *policy.Registry, name string) (policy.Ref, error) {
+	return PublishSaved(ctx, t.SaveForSampler(ctx, name), reg, name)
+}
+
+// PublishSaved waits for a SaveForSampler call already submitted (a
+// learner pipelines it behind its optimizer step, saving a round trip) and
+// records the ref in reg.
+func PublishSaved(ctx context.Context, saved *rl.Future[policy.Ref], reg *policy.Registry, name string) (policy.Ref, error) {
 	ctx, span := tracer.Start(ctx, "publish")
 	defer span.End()
-	ref, err := t.SaveForSampler(ctx, name).Wait(ctx)
+	ref, err := saved.Wait(ctx)
 	if err != nil {
 		return ref, fmt.Errorf("weights: save for sampler %q: %w", name, err)
 	}
