@@ -151,3 +151,20 @@ func writeFileAtomic(path string, data []byte) error {
 }
 
 func bytesReader(b []byte) *bytes.Reader { return bytes.NewReader(b) }
+
+// SetAccuracy records a held-out accuracy measured after the fact for the
+// record of step, so the plots show it. metrics.jsonl is not rewritten; the
+// caller keeps its evaluations elsewhere (e.g. a summary file). It reports
+// whether such a record exists.
+func (r *Run) SetAccuracy(step int, acc float64) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i := len(r.records) - 1; i >= 0; i-- {
+		if r.records[i].Step == step {
+			a := acc
+			r.records[i].Accuracy = &a
+			return true
+		}
+	}
+	return false
+}
