@@ -21,6 +21,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -53,6 +54,7 @@ type Result struct {
 	ConcurrentTarget       int     `json:"concurrent_target"`
 	ConcurrentSeconds      float64 `json:"concurrent_seconds"`
 	GOMAXPROCS             int     `json:"gomaxprocs"`
+	LoadAverage            string  `json:"load_average"` // /proc/loadavg at the end: the machine may be shared
 	OverheadGroups         int     `json:"overhead_groups_per_batch"`
 	OverheadWorkers        int     `json:"overhead_workers"`
 	OverheadMaxStaleness   int     `json:"overhead_max_staleness"`
@@ -156,6 +158,9 @@ func main() {
 			cRep.PeakInFlight, *concurrent, res.ConcurrentSeconds)
 	}
 
+	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
+		res.LoadAverage = strings.Join(strings.Fields(string(b))[:3], " ")
+	}
 	if *asJSON {
 		b, err := json.Marshal(res)
 		check(err)
