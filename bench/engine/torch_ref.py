@@ -130,7 +130,19 @@ def bench_train(m, a, steps):
 
 
 @torch.no_grad()
+def merge_lora(m):
+    """Fold every adapter into its base weight, as a sampler serving one
+    adapter version does (the Go engine's sampler does the same)."""
+    for b in m.modules():
+        if isinstance(b, LoRALinear):
+            b.weight += b.scale * (b.B @ b.A)
+            b.B.zero_()
+            b.forward = lambda x, b=b: F.linear(x, b.weight)
+
+
+@torch.no_grad()
 def bench_sample(m, a, reps):
+    merge_lora(m)
     g = torch.Generator().manual_seed(2)
     prompt = torch.randint(0, a.vocab, (1, a.prompt_len), generator=g)
 

@@ -1,0 +1,232 @@
+// Command engine measures the embedded engine's training and sampling
+// throughput on the default model, and — when python3 with torch is
+// installed — a PyTorch implementation of the same architecture at the same
+// shapes (torch_ref.py), side by side in one run.
+//
+//	go run ./bench/engine -json
+//
+// Training: LoRA (every adapter, rank 8) forward + backward + AdamW step on
+// a batch of random token sequences. Sampling: n completions of one prompt
+// with a KV cache, temperature 1, the adapter merged into the weights.
+// The last line of -json output is one JSON object.
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"time"
+
+	"github.com/tandemrl/tandem/engine"
+	"github.com/tandemrl/tandem/engine/kernels"
+)
+
+type shapes struct {
+	Threads     int `json:"threads"`
+	TrainBatch  int `json:"train_batch"`
+	TrainSeq    int `json:"train_seq"`
+	TrainSteps  int `json:"train_steps"`
+	PromptLen   int `json:"prompt_len"`
+	N           int `json:"n"`
+	NewTokens   int `json:"new_tokens"`
+	SampleReps  int `json:"sample_reps"`
+	Rank        int `json:"rank"`
+	engine.Config
+}
+
+func main() {
+	var s shapes
+	flag.IntVar(&s.Threads, "threads", runtime.NumCPU(), "cores for both engines")
+	flag.IntVar(&s.TrainBatch, "train-batch", 32, "sequences per training step")
+	flag.IntVar(&s.TrainSeq, "train-seq", 64, "tokens per training sequence")
+	flag.IntVar(&s.TrainSteps, "train-steps", 5, "timed training steps (after one warm-up)")
+	flag.IntVar(&s.PromptLen, "prompt-len", 16, "prompt tokens")
+	flag.IntVar(&s.N, "n", 8, "samples per prompt")
+	flag.IntVar(&s.NewTokens, "new-tokens", 48, "tokens generated per sample")
+	flag.IntVar(&s.SampleReps, "sample-reps", 5, "timed sampling calls (after one warm-up)")
+	asJSON := flag.Bool("json", false, "end with one JSON line")
+	torch := flag.Bool("torch", true, "also run the PyTorch reference when available")
+	flag.Parse()
+	s.Config = engine.DefaultConfig()
+	s.Rank = engine.DefaultLoraConfig().Rank
+
+	res := map[string]any{"shapes": s, "params": s.Config.Params(), "kernels": kernels.Implementation(), "goarch": runtime.GOARCH}
+	train, err := goTrain(s)
+	if err != nil {
+		fail(err)
+	}
+	sample, err := goSample(s)
+	if err != nil {
+		fail(err)
+	}
+	res["train_tokens_per_s"], res["sample_tokens_per_s"] = train, sample
+	fmt.Fprintf(os.Stderr, "go:    train %8.0f tokens/s   sample %8.0f tokens/s\n", train, sample)
+	if *torch {
+		tr, err := runTorch(s)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "torch reference skipped:", err)
+			res["torch"] = "unavailable: " + err.Error()
+		} else {
+			for k, v := range tr {
+				res[k] = v
+			}
+			tt, _ := tr["torch_train_tokens_per_s"].(float64)
+			ts, _ := tr["torch_sample_tokens_per_s"].(float64)
+			if tt > 0 && ts > 0 {
+				res["train_ratio_go_over_torch"] = train / tt
+				res["sample_ratio_go_over_torch"] = sample / ts
+				fmt.Fprintf(os.Stderr, "torch: train %8.0f tokens/s   sample %8.0f tokens/s\n", tt, ts)
+				fmt.Fprintf(os.Stderr, "go/torch: train %.2fx  sample %.2fx\n", train/tt, sample/ts)
+			}
+		}
+	}
+	if *asJSON {
+		b, _ := json.Marshal(res)
+		fmt.Println(string(b))
+	}
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "bench/engine:", err)
+	os.Exit(1)
+}
+
+func goTrain(s shapes) (float64, error) {
+	base, err := engine.NewModel[float32](s.Config, 1)
+	if err != nil {
+		return 0, err
+	}
+	tr, err := engine.NewTrainer(base, engine.DefaultLoraConfig(), engine.TrainerOptions{Threads: s.Threads})
+	if err != nil {
+		return 0, err
+	}
+	rng := rand.New(rand.NewPCG(1, 1))
+	data := make([]engine.Example, s.TrainBatch)
+	for i := range data {
+		seq := make([]int, s.TrainSeq+1)
+		for j := range seq {
+			seq[j] = rng.IntN(s.Vocab)
+		}
+		data[i] = engine.Example{Input: seq[:s.TrainSeq], Targets: seq[1:]}
+	}
+	step := func() error {
+		if _, err := tr.ForwardBackward(context.Background(), data, engine.LossSpec{Name: engine.CrossEntropy}); err != nil {
+			return err
+		}
+		_, err := tr.OptimStep(engine.AdamParams{LearningRate: 1e-4, Eps: 1e-12})
+		return err
+	}
+	if err := step(); err != nil {
+		return 0, err
+	}
+	t0 := time.Now()
+	for range s.TrainSteps {
+		if err := step(); err != nil {
+			return 0, err
+		}
+	}
+	return float64(s.TrainSteps*s.TrainBatch*s.TrainSeq) / time.Since(t0).Seconds(), nil
+}
+
+func goSample(s shapes) (float64, error) {
+	base, err := engine.NewModel[float32](s.Config, 1)
+	if err != nil {
+		return 0, err
+	}
+	smp, err := engine.NewSampler(base, engine.SamplerOptions{Threads: s.Threads})
+	if err != nil {
+		return 0, err
+	}
+	rng := rand.New(rand.NewPCG(2, 2))
+	prompt := make([]int, s.PromptLen)
+	for i := range prompt {
+		prompt[i] = rng.IntN(s.Vocab)
+	}
+	p := engine.SampleParams{MaxTokens: s.NewTokens, Temperature: 1, Seed: 1}
+	once := func() (int, error) {
+		seqs, _, err := smp.Sample(context.Background(), prompt, s.N, p)
+		n := 0
+		for _, sq := range seqs {
+			n += len(sq.Tokens)
+		}
+		p.Seed++
+		return n, err
+	}
+	if _, err := once(); err != nil {
+		return 0, err
+	}
+	t0 := time.Now()
+	total := 0
+	for range s.SampleReps {
+		n, err := once()
+		if err != nil {
+			return 0, err
+		}
+		total += n
+	}
+	return float64(total) / time.Since(t0).Seconds(), nil
+}
+
+// runTorch runs torch_ref.py with the same shapes under the first python3
+// that can import torch.
+func runTorch(s shapes) (map[string]any, error) {
+	script, err := findScript()
+	if err != nil {
+		return nil, err
+	}
+	var py string
+	for _, cand := range []string{"python3", "/usr/bin/python3"} {
+		p, err := exec.LookPath(cand)
+		if err != nil {
+			continue
+		}
+		if exec.Command(p, "-c", "import torch").Run() == nil {
+			py = p
+			break
+		}
+	}
+	if py == "" {
+		return nil, fmt.Errorf("no python3 with torch (Debian: apt-get install python3-torch)")
+	}
+	args := []string{script}
+	for _, kv := range []struct {
+		k string
+		v int
+	}{{"vocab", s.Vocab}, {"dim", s.Dim}, {"layers", s.Layers}, {"heads", s.Heads}, {"hidden", s.Hidden},
+		{"context", s.Context}, {"rank", s.Rank}, {"threads", s.Threads}, {"train_batch", s.TrainBatch},
+		{"train_seq", s.TrainSeq}, {"train_steps", s.TrainSteps}, {"prompt_len", s.PromptLen}, {"n", s.N},
+		{"new_tokens", s.NewTokens}, {"sample_reps", s.SampleReps}} {
+		args = append(args, "--"+kv.k, strconv.Itoa(kv.v))
+	}
+	cmd := exec.Command(py, args...)
+	// PyTorch's BLAS gets the same cores as the Go engine.
+	cmd.Env = append(os.Environ(), "OMP_NUM_THREADS="+strconv.Itoa(s.Threads), "OPENBLAS_NUM_THREADS="+strconv.Itoa(s.Threads))
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("%s: %v: %s", script, err, errb.String())
+	}
+	var res map[string]any
+	lines := bytes.Split(bytes.TrimSpace(out.Bytes()), []byte("\n"))
+	if err := json.Unmarshal(lines[len(lines)-1], &res); err != nil {
+		return nil, fmt.Errorf("%s printed %q: %w", script, out.String(), err)
+	}
+	return res, nil
+}
+
+func findScript() (string, error) {
+	for _, p := range []string{"bench/engine/torch_ref.py", "torch_ref.py"} {
+		if _, err := os.Stat(p); err == nil {
+			return filepath.Abs(p)
+		}
+	}
+	return "", fmt.Errorf("torch_ref.py not found: run from the repository root")
+}
