@@ -1,0 +1,147 @@
+package localbackend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/tandemrl/tandem/backend/local"
+	"github.com/tandemrl/tandem/checkpoint"
+	"github.com/tandemrl/tandem/engine"
+	"github.com/tandemrl/tandem/rl"
+	"github.com/tandemrl/tandem/server"
+	"github.com/tandemrl/tandem/wire"
+)
+
+// ErrUnknownBase is matched by a request for a base model the backend does
+// not host.
+var ErrUnknownBase = errors.New("localbackend: unknown base model")
+
+// ErrConfig is matched by every configuration error.
+var ErrConfig = errors.New("localbackend: bad config")
+
+// Options configure a Backend. Zero values mean the defaults in the comments.
+type Options struct {
+	// Bases maps each hosted base model name to its weights (required, at
+	// least one). The weights are only read: every trainer and sampler
+	// copies what it changes.
+	Bases map[string]*engine.Model[float32]
+	// Store receives every checkpoint and resolves the ones samplers load
+	// (required).
+	Store *checkpoint.Store
+	// TrainerThreads bounds the goroutines one training call uses; default 1.
+	TrainerThreads int
+	// SamplerThreads bounds the goroutines one sample call uses; default 1.
+	SamplerThreads int
+	// Shelf keeps recent sampler weights in memory for samplers in this
+	// process; default a new shelf (keeping the newest 16).
+	Shelf *local.Shelf
+}
+
+// Backend makes local trainers and samplers; safe for concurrent use.
+type Backend struct {
+	opts Options
+}
+
+var _ server.Backend = (*Backend)(nil)
+
+// New checks opts and returns a Backend.
+func New(opts Options) (*Backend, error) {
+	if len(opts.Bases) == 0 {
+		return nil, fmt.Errorf("%w: no base model", ErrConfig)
+	}
+	for name, m := range opts.Bases {
+		if name == "" || m == nil {
+			return nil, fmt.Errorf("%w: base model %q has no weights or no name", ErrConfig, name)
+		}
+	}
+	if opts.Store == nil {
+		return nil, fmt.Errorf("%w: no checkpoint store", ErrConfig)
+	}
+	if opts.TrainerThreads < 0 || opts.SamplerThreads < 0 {
+		return nil, fmt.Errorf("%w: negative thread count (trainer %d, sampler %d); want ≥ 1 or 0 for the default", ErrConfig, opts.TrainerThreads, opts.SamplerThreads)
+	}
+	opts.TrainerThreads = max(opts.TrainerThreads, 1)
+	opts.SamplerThreads = max(opts.SamplerThreads, 1)
+	if opts.Shelf == nil {
+		opts.Shelf = &local.Shelf{}
+	}
+	return &Backend{opts: opts}, nil
+}
+
+// Models describes the hosted base models for server.Config.Models, sorted
+// by name, so the server checks token ids and lengths before a call reaches
+// the engine.
+func (b *Backend) Models() []server.ModelSpec {
+	out := make([]server.ModelSpec, 0, len(b.opts.Bases))
+	for name, m := range b.opts.Bases {
+		out = append(out, server.ModelSpec{Name: name, MaxContextLength: m.Config.Context, VocabSize: m.Config.Vocab})
+	}
+	slices.SortFunc(out, func(a, b server.ModelSpec) int {
+		switch {
+		case a.Name < b.Name:
+			return -1
+		case a.Name > b.Name:
+			return 1
+		}
+		return 0
+	})
+	return out
+}
+
+func (b *Backend) base(name string) (*engine.Model[float32], error) {
+	m, ok := b.opts.Bases[name]
+	if !ok {
+		names := make([]string, 0, len(b.opts.Bases))
+		for n := range b.opts.Bases {
+			names = append(names, n)
+		}
+		slices.Sort(names)
+		return nil, fmt.Errorf("%w %q; this server hosts %v", ErrUnknownBase, name, names)
+	}
+	return m, nil
+}
+
+// NewTrainer implements server.Backend: a local trainer of a fresh adapter
+// with spec's LoRA shape, persisting to the shared store. The returned
+// trainer is an io.Closer (the server closes it when the model is dropped).
+func (b *Backend) NewTrainer(_ context.Context, spec server.TrainerSpec) (rl.Trainer, error) {
+	base, err := b.base(spec.Base)
+	if err != nil {
+		return nil, err
+	}
+	lora, err := LoraConfig(spec.Lora)
+	if err != nil {
+		return nil, err
+	}
+	return local.NewTrainer(base, local.TrainerOptions{
+		Run: spec.Run, Threads: b.opts.TrainerThreads, Lora: lora, Shelf: b.opts.Shelf,
+		Store: b.opts.Store, PersistSamplerWeights: true, BaseModel: spec.Base,
+	})
+}
+
+// NewSampler implements server.Backend: a local sampler of base (version 0
+// until the server loads an adapter) that finds adapters on the shelf or in
+// the store.
+func (b *Backend) NewSampler(_ context.Context, base string) (rl.Sampler, error) {
+	m, err := b.base(base)
+	if err != nil {
+		return nil, err
+	}
+	return local.NewSampler(m, local.SamplerOptions{Threads: b.opts.SamplerThreads, Shelf: b.opts.Shelf, Store: b.opts.Store})
+}
+
+// LoraConfig converts create_model's lora_config to the engine's: the same
+// rank, seed (0 when absent) and trained parts, alpha left at the engine's
+// default. Rank must be positive and at least one part trained.
+func LoraConfig(w wire.LoraConfig) (engine.LoraConfig, error) {
+	l := engine.LoraConfig{Rank: w.Rank, TrainAttn: w.TrainAttn, TrainMLP: w.TrainMLP, TrainUnembed: w.TrainUnembed}
+	if w.Seed != nil {
+		l.Seed = *w.Seed
+	}
+	if err := l.Validate(); err != nil {
+		return engine.LoraConfig{}, fmt.Errorf("lora_config: %w", err)
+	}
+	return l, nil
+}
