@@ -13,6 +13,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/tandemrl/tandem/backend/local"
+	"github.com/tandemrl/tandem/checkpoint"
 	"github.com/tandemrl/tandem/engine"
 	"github.com/tandemrl/tandem/policy"
 	"github.com/tandemrl/tandem/rl"
@@ -235,4 +236,55 @@ func TestSFTReducesLoss(t *testing.T) {
 	assert.InDelta(t, before, losses[0], 0.05, "the first step's loss is the untrained loss")
 	assert.Less(t, after, before/3)
 	assert.InDelta(t, sum.EvalLoss, after, 1e-9)
+}
+
+// TestResumeIsExact saves state every 3 steps on the embedded engine, then
+// restores the step-3 checkpoint (with the optimizer) into a fresh trainer
+// and resumes at step 3: the resumed run ends with exactly the weights of
+// the uninterrupted one.
+func TestResumeIsExact(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	cfg := engine.Config{Vocab: engine.VocabSize, Dim: 16, Layers: 1, Heads: 2, Hidden: 32, Context: 32}
+	base, err := engine.NewModel[float32](cfg, 9)
+	require.NoError(t, err)
+	store, err := checkpoint.Open(t.TempDir())
+	require.NoError(t, err)
+	newTrainer := func() *local.Trainer {
+		tr, err := local.NewTrainer(base, local.TrainerOptions{Run: "sft", Store: store})
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = tr.Close() })
+		return tr
+	}
+	exs := []Example{{Prompt: "ab", Completion: "c"}, {Prompt: "de", Completion: "f"}, {Prompt: "gh", Completion: "i"},
+		{Prompt: "jk", Completion: "l"}, {Prompt: "mn", Completion: "o"}}
+	data, err := Datums(engine.Tokenizer{}, exs, Format{Prefix: []int{engine.BOS}})
+	require.NoError(t, err)
+	sc := Config{BatchSize: 2, Epochs: 2, SaveEvery: 3, Seed: 4, Adam: rl.AdamParams{LearningRate: 1e-2},
+		Schedule: Schedule{WarmupSteps: 2, Decay: Linear}}
+
+	full := newTrainer()
+	l, err := New(sc, full, data, Options{})
+	require.NoError(t, err)
+	sum, err := l.Run(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 6, sum.Steps)
+	require.Len(t, sum.Checkpoints, 2)
+	want, err := full.Forward(ctx, data, rl.Loss{Name: rl.CrossEntropy}).Wait(ctx)
+	require.NoError(t, err)
+
+	resumed := newTrainer()
+	_, err = resumed.LoadState(ctx, sum.Checkpoints[0], true).Wait(ctx)
+	require.NoError(t, err)
+	sc.StartStep = 3
+	sc.SaveName = "again"
+	l, err = New(sc, resumed, data, Options{})
+	require.NoError(t, err)
+	_, err = l.Run(ctx)
+	require.NoError(t, err)
+	got, err := resumed.Forward(ctx, data, rl.Loss{Name: rl.CrossEntropy}).Wait(ctx)
+	require.NoError(t, err)
+	for i := range data {
+		assert.Equal(t, want.LossFnOutputs[i][rl.InputLogprobs].Floats, got.LossFnOutputs[i][rl.InputLogprobs].Floats, "datum %d", i)
+	}
 }
