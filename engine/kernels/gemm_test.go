@@ -34,6 +34,8 @@ func testShapes() []shape {
 				shape{tA: tA, tB: tB, m: 8, n: 300, k: 130, padA: 2, padC: 1},  // sampling-like, no B packing
 				shape{tA: tA, tB: tB, m: 140, n: 70, k: 513, padB: 3},          // three depth passes
 				shape{tA: tA, tB: tB, m: 130, n: 290, k: 20, padA: 1, padC: 3}, // several work items
+				shape{tA: tA, tB: tB, m: 2, n: 3, k: 5000, padB: 1},            // many passes
+				shape{tA: tA, tB: tB, m: 3, n: 2000, k: 5, padA: 1},            // wide and shallow
 			)
 		}
 	}
