@@ -56,6 +56,7 @@ type unit struct {
 	mu         []float64 // the datum's "logprobs" input: sampler log-probs on action positions, 0 elsewhere
 	adv        []float64 // the datum's "advantages" input
 	start, end int       // action positions [start, end)
+	src        *rl.Transition
 }
 
 // newUnit builds the datum of one transition: input = observation ++ action
@@ -85,7 +86,7 @@ func newUnit(tr *rl.Transition, adv float64) (u unit, ok bool, err error) {
 	u.adv = make([]float64, n)
 	// Position p predicts full[p+1]: action token j sits at full[obs+j], so
 	// it is the target of position obs+j−1.
-	u.start, u.end = max(obs-1, 0), n
+	u.start, u.end, u.src = max(obs-1, 0), n, tr
 	for p := u.start; p < n; p++ {
 		u.mu[p] = tr.Logprobs[p+1-obs]
 		u.adv[p] = adv

@@ -18,7 +18,13 @@
 // Trainer.Forward per batch to compute the proximal policy π_prox: the
 // trainer's policy when the batch is built. Its behaviour weight w is not
 // clipped but, as in AReaL, a token whose w exceeds BehaviourCap is left out
-// (its advantage becomes 0).
+// (its advantage becomes 0). With one optimizer step per batch, π_θ = π_prox
+// when the gradient is taken, so the clip does not bind and the gradient is
+// w·A·∇p: the naive gradient with the behaviour filter. The clip binds when
+// a learner step is split into substeps and the loop calls [GRPO.Prepare]
+// once per step: then one forward pass serves the whole step, and every
+// substep clips against the policy of the step's start, as AReaL's
+// minibatches do.
 //
 // The KL penalty follows tinker-cookbook's incorporate_kl_penalty: with
 // d_t = log μ_t − log π_base,t on action tokens and d̄ their mean over the

@@ -28,10 +28,13 @@ type GRPO struct {
 	base BaseModel
 
 	last []unit
-	prox [][]float64 // decoupled: π_prox log-probs of the last batch
 	adv  []float64
 	rets []float64
 	loss rl.Loss
+	// prepared holds π_prox per position of each transition's datum,
+	// computed by Prepare for a learner step's groups; Batch consumes the
+	// entries.
+	prepared map[*rl.Transition][]float64
 }
 
 // Keys of the ppo and cispo loss configuration (Tinker's loss_fn_config).
@@ -81,7 +84,7 @@ func (g *GRPO) Batch(ctx context.Context, t rl.Trainer, _ policy.Version, groups
 	if err != nil {
 		return rl.Batch{}, err
 	}
-	g.last, g.prox, g.loss = units, nil, g.Loss()
+	g.last, g.loss = units, g.Loss()
 	if len(units) == 0 {
 		return rl.Batch{Loss: g.loss, Metrics: m}, nil
 	}
@@ -207,26 +210,19 @@ func advStats(units []unit, m map[string]float64) {
 // The per-token loss −min(r'·A·w, clip(r')·A·w), r' = π_θ/π_prox, equals
 // AReaL's −w·min(r'·A, clip(r')·A) because w > 0.
 func (g *GRPO) decouple(ctx context.Context, t rl.Trainer, data []rl.Datum, m map[string]float64) error {
-	if t == nil {
-		return errors.New("algo: decoupled objective needs the trainer for its proximal forward pass")
-	}
-	out, err := t.Forward(ctx, data, g.loss).Wait(ctx)
+	proxes, prepared, err := g.proximal(ctx, t, data)
 	if err != nil {
-		return fmt.Errorf("algo: decoupled: proximal forward pass: %w", err)
+		return err
 	}
-	if len(out.LossFnOutputs) != len(data) {
-		return fmt.Errorf("algo: decoupled: proximal forward pass returned %d outputs for %d datums", len(out.LossFnOutputs), len(data))
+	if prepared {
+		m["decoupled:prepared"] = 1
 	}
 	lo, hi := 1-g.cfg.ClipEpsLow, 1+g.cfg.ClipEpsHigh
 	var wSum, wMax, klSum, gapSum float64
 	var n, capped, outside int
-	g.prox = make([][]float64, len(data))
 	for i := range g.last {
 		u := &g.last[i]
-		p := out.LossFnOutputs[i][rl.InputLogprobs].Floats
-		if len(p) != len(u.mu) {
-			return fmt.Errorf("algo: decoupled: proximal forward pass gave %d log-probs for datum %d of %d positions", len(p), i, len(u.mu))
-		}
+		p := proxes[i]
 		prox := make([]float64, len(u.mu))
 		for k := u.start; k < u.end; k++ {
 			prox[k] = p[k]
@@ -246,7 +242,6 @@ func (g *GRPO) decouple(ctx context.Context, t rl.Trainer, data []rl.Datum, m ma
 			}
 			u.adv[k] *= w
 		}
-		g.prox[i] = prox
 		data[i].LossFnInputs[rl.InputLogprobs] = rl.TensorData{DType: rl.Float32, Floats: prox}
 	}
 	if n > 0 {
@@ -257,6 +252,96 @@ func (g *GRPO) decouple(ctx context.Context, t rl.Trainer, data []rl.Datum, m ma
 		m["decoupled:sampler_gap"] = gapSum / fn
 		m["decoupled:capped_frac"] = float64(capped) / fn
 		m["decoupled:outside_clip_frac"] = float64(outside) / fn
+	}
+	return nil
+}
+
+// proximal returns π_prox's log-prob at every position of every datum of
+// the last batch: from Prepare when it covered every datum, else from one
+// forward pass over the batch.
+func (g *GRPO) proximal(ctx context.Context, t rl.Trainer, data []rl.Datum) (_ [][]float64, prepared bool, _ error) {
+	out := make([][]float64, len(g.last))
+	all := g.prepared != nil
+	for i := range g.last {
+		p, ok := g.prepared[g.last[i].src]
+		if !ok || len(p) != len(g.last[i].mu) {
+			all = false
+			break
+		}
+		out[i] = p
+	}
+	if all {
+		for i := range g.last {
+			delete(g.prepared, g.last[i].src)
+		}
+		return out, true, nil
+	}
+	if t == nil {
+		return nil, false, errors.New("algo: decoupled objective needs the trainer for its proximal forward pass")
+	}
+	res, err := t.Forward(ctx, data, g.loss).Wait(ctx)
+	if err != nil {
+		return nil, false, fmt.Errorf("algo: decoupled: proximal forward pass: %w", err)
+	}
+	if len(res.LossFnOutputs) != len(data) {
+		return nil, false, fmt.Errorf("algo: decoupled: proximal forward pass returned %d outputs for %d datums", len(res.LossFnOutputs), len(data))
+	}
+	for i := range out {
+		out[i] = res.LossFnOutputs[i][rl.InputLogprobs].Floats
+		if len(out[i]) != len(g.last[i].mu) {
+			return nil, false, fmt.Errorf("algo: decoupled: proximal forward pass gave %d log-probs for datum %d of %d positions", len(out[i]), i, len(g.last[i].mu))
+		}
+	}
+	return out, false, nil
+}
+
+// Prepare computes, for the decoupled objective, the proximal policy of a
+// whole learner step before the loop splits its groups into substeps, as
+// AReaL does: one Trainer.Forward over every group, so that the substeps
+// after the first clip against the policy of the step's start rather than
+// against a policy recomputed after each optimizer step. Later Batch calls
+// over these groups (or sub-slices of them, sharing their memory) use the
+// stored log-probs instead of a forward pass of their own; Prepare replaces
+// whatever an earlier call stored. For the other objectives it does
+// nothing. A loop that never calls Prepare gets one forward pass per Batch.
+func (g *GRPO) Prepare(ctx context.Context, t rl.Trainer, _ policy.Version, groups []rl.Group) error {
+	if g.cfg.Objective != Decoupled {
+		return nil
+	}
+	g.prepared = nil
+	var units []unit
+	var data []rl.Datum
+	for gi := range groups {
+		for ti := range groups[gi].Trajectories {
+			trs := groups[gi].Trajectories[ti].Transitions
+			for k := range trs {
+				u, ok, err := newUnit(&trs[k], 0)
+				if err != nil {
+					return fmt.Errorf("algo: prepare: group %d (id %d) trajectory %d turn %d: %w", gi, groups[gi].ID, ti, k, err)
+				}
+				if ok {
+					units = append(units, u)
+					data = append(data, u.datum)
+				}
+			}
+		}
+	}
+	if len(data) == 0 {
+		return nil
+	}
+	if t == nil {
+		return errors.New("algo: decoupled objective needs the trainer for its proximal forward pass")
+	}
+	res, err := t.Forward(ctx, data, g.Loss()).Wait(ctx)
+	if err != nil {
+		return fmt.Errorf("algo: prepare: proximal forward pass: %w", err)
+	}
+	if len(res.LossFnOutputs) != len(data) {
+		return fmt.Errorf("algo: prepare: proximal forward pass returned %d outputs for %d datums", len(res.LossFnOutputs), len(data))
+	}
+	g.prepared = make(map[*rl.Transition][]float64, len(units))
+	for i, u := range units {
+		g.prepared[u.src] = res.LossFnOutputs[i][rl.InputLogprobs].Floats
 	}
 	return nil
 }

@@ -302,3 +302,68 @@ func TestDecoupledMatchesNaiveReference(t *testing.T) {
 	assert.InDelta(t, float64(clipped)/float64(n), rm["ratio:clipped_frac"], 1e-12)
 	t.Logf("decoupled after a step: %d of %d tokens capped, %d clipped; ratio metrics %v", capped, n, clipped, rm)
 }
+
+// TestDecoupledPrepareSpansSubsteps checks AReaL's form with substeps: one
+// forward pass for the whole learner step, and the second substep clips
+// against the policy of the step's start, not the one after the first
+// optimizer step.
+func TestDecoupledPrepareSpansSubsteps(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	tr := newTrainer(t, tinyBase(t))
+	groups, samples := offPolicyGroups(rand.New(rand.NewPCG(6, 6)))
+
+	naive, err := algo.New(algo.Config{}, nil)
+	require.NoError(t, err)
+	nb, err := naive.Batch(ctx, tr, 0, groups)
+	require.NoError(t, err)
+	start, err := tr.Forward(ctx, nb.Datums, nb.Loss).Wait(ctx)
+	require.NoError(t, err)
+
+	ct := &countingTrainer{Trainer: tr}
+	g, err := algo.New(algo.Config{Objective: algo.Decoupled, BehaviourCap: -1}, nil)
+	require.NoError(t, err)
+	require.NoError(t, g.Prepare(ctx, ct, 0, groups))
+	assert.Equal(t, int64(1), ct.forwards.Load())
+
+	// Substep 1: the first group; then an optimizer step.
+	b1, err := g.Batch(ctx, ct, 0, groups[:1])
+	require.NoError(t, err)
+	assert.Equal(t, 1.0, b1.Metrics["decoupled:prepared"])
+	_, err = tr.ForwardBackward(ctx, b1.Datums, b1.Loss).Wait(ctx)
+	require.NoError(t, err)
+	_, err = tr.OptimStep(ctx, rl.AdamParams{LearningRate: 0.05}).Wait(ctx)
+	require.NoError(t, err)
+
+	// Substep 2: the other groups, still against the step's start.
+	b2, err := g.Batch(ctx, ct, 1, groups[1:])
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), ct.forwards.Load(), "one forward pass for the whole learner step")
+	now, err := tr.Forward(ctx, b2.Datums, b2.Loss).Wait(ctx)
+	require.NoError(t, err)
+	per := len(groups[0].Trajectories)
+	moved := 0.0
+	for i, d := range b2.Datums {
+		s := samples[per+i]
+		want := start.LossFnOutputs[per+i][rl.InputLogprobs].Floats
+		got := d.LossFnInputs[rl.InputLogprobs].Floats
+		cur := now.LossFnOutputs[i][rl.InputLogprobs].Floats
+		for k := s.obs - 1; k < len(got); k++ {
+			assert.Equal(t, want[k], got[k], "datum %d position %d holds π_prox of the step's start", i, k)
+			moved = max(moved, math.Abs(cur[k]-got[k]))
+		}
+		adv := d.LossFnInputs[rl.InputAdvantages].Floats
+		for j, mu := range s.mu {
+			assert.InDelta(t, s.adv*math.Exp(want[s.obs-1+j]-mu), adv[s.obs-1+j], 1e-12)
+		}
+	}
+	assert.Greater(t, moved, 1e-3, "the policy moved after the first substep")
+
+	// The stored log-probs are consumed: a repeated Batch runs its own
+	// forward pass.
+	_, err = g.Batch(ctx, ct, 1, groups[1:])
+	require.NoError(t, err)
+	assert.Equal(t, int64(2), ct.forwards.Load())
+	// Other objectives ignore Prepare.
+	require.NoError(t, naive.Prepare(ctx, nil, 0, groups))
+}
