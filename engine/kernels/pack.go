@@ -20,23 +20,6 @@ func packAPanel[T float](tA bool, a []T, lda, i, mi, pc, kb, mr int, dst []T) {
 			copyRows(unsafe.Pointer(&d[0]), unsafe.Pointer(&a[pc*lda+i]), lda*size, w, kb)
 			return
 		}
-		switch {
-		case mi == 12 && mr == 12:
-			for p := range kb {
-				o := (pc+p)*lda + i
-				s, t := a[o:o+12:o+12], d[p*12:p*12+12:p*12+12]
-				t[0], t[1], t[2], t[3], t[4], t[5] = s[0], s[1], s[2], s[3], s[4], s[5]
-				t[6], t[7], t[8], t[9], t[10], t[11] = s[6], s[7], s[8], s[9], s[10], s[11]
-			}
-			return
-		case mi == 6 && mr == 6:
-			for p := range kb {
-				o := (pc+p)*lda + i
-				s, t := a[o:o+6:o+6], d[p*6:p*6+6:p*6+6]
-				t[0], t[1], t[2], t[3], t[4], t[5] = s[0], s[1], s[2], s[3], s[4], s[5]
-			}
-			return
-		}
 		for p := range kb {
 			row := d[p*mr : p*mr+mr]
 			copy(row, a[(pc+p)*lda+i:][:mi])
@@ -45,19 +28,6 @@ func packAPanel[T float](tA bool, a []T, lda, i, mi, pc, kb, mr int, dst []T) {
 		return
 	}
 	// op(A)(i, q) = a[i*lda+q]: each row is a contiguous run.
-	if mr == 6 && mi == 6 {
-		r0 := a[i*lda+pc:][:kb]
-		r1 := a[(i+1)*lda+pc:][:kb]
-		r2 := a[(i+2)*lda+pc:][:kb]
-		r3 := a[(i+3)*lda+pc:][:kb]
-		r4 := a[(i+4)*lda+pc:][:kb]
-		r5 := a[(i+5)*lda+pc:][:kb]
-		for p := range kb {
-			dd := d[p*6 : p*6+6 : p*6+6]
-			dd[0], dd[1], dd[2], dd[3], dd[4], dd[5] = r0[p], r1[p], r2[p], r3[p], r4[p], r5[p]
-		}
-		return
-	}
 	for ii := range mi {
 		src := a[(i+ii)*lda+pc:][:kb]
 		for p, v := range src {
