@@ -298,3 +298,34 @@ func TestConfigValidate(t *testing.T) {
 		assert.Equal(t, o, got)
 	}
 }
+
+func TestFromRL(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		in   rl.Config
+		want Config
+		err  string
+	}{
+		{rl.Config{}, Config{Objective: Naive}, ""},
+		{rl.Config{KLCoef: 0.1, Correction: rl.TIS}, Config{Objective: TIS, KLCoef: 0.1}, ""},
+		{rl.Config{Correction: rl.Decoupled}, Config{Objective: Decoupled}, ""},
+		{rl.Config{Loss: rl.Loss{Name: rl.PPO}}, Config{Objective: PPO}, ""},
+		{rl.Config{Loss: rl.Loss{Name: rl.PPO, Config: map[string]float64{ClipLowKey: 0.75, ClipHighKey: 1.25}}},
+			Config{Objective: PPO, ClipEpsLow: 0.25, ClipEpsHigh: 0.25}, ""},
+		{rl.Config{Loss: rl.Loss{Name: rl.CISPO}}, Config{}, `loss "cispo" with correction none has no GRPO objective`},
+		{rl.Config{Correction: "vtrace"}, Config{}, `correction "vtrace" unknown`},
+		{rl.Config{Loss: rl.Loss{Name: rl.PPO, Config: map[string]float64{ClipLowKey: 1.5}}}, Config{}, "ClipEpsLow"},
+	} {
+		got, err := FromRL(tc.in)
+		if tc.err != "" {
+			require.ErrorIs(t, err, ErrConfig)
+			assert.Contains(t, err.Error(), tc.err)
+			continue
+		}
+		require.NoError(t, err)
+		assert.InDelta(t, tc.want.ClipEpsLow, got.ClipEpsLow, 1e-12)
+		assert.InDelta(t, tc.want.ClipEpsHigh, got.ClipEpsHigh, 1e-12)
+		got.ClipEpsLow, got.ClipEpsHigh = tc.want.ClipEpsLow, tc.want.ClipEpsHigh
+		assert.Equal(t, tc.want, got)
+	}
+}
