@@ -77,7 +77,27 @@ func (g *GRPO) Loss() rl.Loss {
 
 // Batch implements rl.Algorithm. It costs one BaseModel call when the KL
 // penalty is on and, for the decoupled objective, one t.Forward over the
-// batch, waited for before Batch returns.
+// batch (none when Prepare covered it), waited for before Batch returns.
+//
+// Batch.Metrics holds:
+//   - groups:uniform (groups whose returns are all equal), groups:filtered_uniform
+//     (those left out), groups:kept, and groups:all_uniform = 1 when every
+//     group was uniform and all were kept so that the batch is not empty;
+//   - advantage:mean, abs_mean, std, min, max over action tokens (after the
+//     KL shaping, before decoupled's weights) and tokens:action;
+//   - with the KL penalty: kl:policy_base, the mean of log μ − log π_base
+//     (tinker-cookbook's kl_policy_base, an estimate of KL(μ‖π_base)), and
+//     kl:policy_base_v2, half the mean square;
+//   - for decoupled: decoupled:behav_weight_mean and _max (w = π_prox/μ),
+//     decoupled:behav_kl (mean log μ − log π_prox), decoupled:sampler_gap
+//     (mean |log μ − log π_prox|: the sampler/trainer gap, since the
+//     batch's Actions are empty), decoupled:capped_frac (tokens filtered by
+//     BehaviourCap), decoupled:outside_clip_frac (tokens with w outside the
+//     clip range: what a PPO against μ would clip now), and
+//     decoupled:prepared = 1 when π_prox came from Prepare.
+//
+// Ratio statistics against the trainer's log-probs need the forward-backward
+// output: see RatioMetrics.
 func (g *GRPO) Batch(ctx context.Context, t rl.Trainer, _ policy.Version, groups []rl.Group) (rl.Batch, error) {
 	m := make(map[string]float64, 16)
 	units, err := g.units(groups, m)

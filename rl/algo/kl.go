@@ -24,7 +24,8 @@ var ErrNotBase = errors.New("algo: sampler does not serve the base model")
 // SamplerBase implements BaseModel with any rl.Sampler that serves the base
 // model (version 0: a fresh adapter): it asks for the prompt log-probs of
 // each datum's full sequence (input plus last target) and generates one
-// token it throws away. Cost: one prefill per datum.
+// token it throws away, so the sampler's context must hold the sequence
+// plus one token. Cost: one prefill per datum.
 type SamplerBase struct {
 	Sampler rl.Sampler
 	// Parallel bounds the concurrent Sample calls (default 1).
