@@ -101,9 +101,10 @@ type StepMetrics struct {
 	// the number of trained tokens.
 	Loss   float64 `json:"loss"`
 	Tokens float64 `json:"tokens"`
-	// EvalLoss is the loss per token on the evaluation data after the step,
-	// NaN when not evaluated at this step.
-	EvalLoss float64 `json:"eval_loss"`
+	// EvalLoss is the loss per token on the evaluation data after the step
+	// when Evaluated is set (see Config.EvalEvery), else 0.
+	EvalLoss  float64 `json:"eval_loss,omitempty"`
+	Evaluated bool    `json:"evaluated,omitempty"`
 	// Metrics holds the trainer's numbers (e.g. "grad_norm").
 	Metrics map[string]float64 `json:"metrics,omitempty"`
 }
@@ -120,9 +121,11 @@ type Options struct {
 
 // Summary is the result of a run.
 type Summary struct {
-	Steps       int          `json:"steps"`      // the last step done
-	FinalLoss   float64      `json:"final_loss"` // loss per token of the last step
-	EvalLoss    float64      `json:"eval_loss"`  // last evaluation (NaN without eval data)
+	Steps     int     `json:"steps"`      // the last step done
+	FinalLoss float64 `json:"final_loss"` // loss per token of the last step run (0 if none ran)
+	// EvalLoss is the last evaluation's loss per token, when Evaluated.
+	EvalLoss    float64      `json:"eval_loss,omitempty"`
+	Evaluated   bool         `json:"evaluated,omitempty"`
 	Checkpoints []policy.Ref `json:"checkpoints,omitempty"`
 }
 
@@ -190,7 +193,7 @@ func (l *Loop) batch(s int, perm []int, permEpoch *int) ([]rl.Datum, int) {
 // waits on both.
 func (l *Loop) Run(ctx context.Context) (Summary, error) {
 	total := l.TotalSteps()
-	sum := Summary{Steps: l.cfg.StartStep, FinalLoss: math.NaN(), EvalLoss: math.NaN()}
+	sum := Summary{Steps: l.cfg.StartStep}
 	perm := make([]int, len(l.train))
 	permEpoch := -1
 	ce := rl.Loss{Name: rl.CrossEntropy}
@@ -213,14 +216,15 @@ func (l *Loop) Run(ctx context.Context) (Summary, error) {
 		}
 		tokens := weightSum(data)
 		m := StepMetrics{Step: s + 1, Epoch: epoch, LearningRate: adam.LearningRate, Tokens: tokens,
-			Loss: out.Metrics["loss:sum"] / max(tokens, 1), EvalLoss: math.NaN(), Metrics: st.Metrics}
+			Loss: out.Metrics["loss:sum"] / max(tokens, 1), Metrics: st.Metrics}
 		sum.Steps, sum.FinalLoss = s+1, m.Loss
 		last := s+1 == total
 		if len(l.opts.Eval) > 0 && (last || (l.cfg.EvalEvery > 0 && (s+1)%l.cfg.EvalEvery == 0)) {
 			if m.EvalLoss, err = Loss(ctx, l.t, l.opts.Eval); err != nil {
 				return sum, fmt.Errorf("sft: step %d: evaluation: %w", s+1, err)
 			}
-			sum.EvalLoss = m.EvalLoss
+			m.Evaluated = true
+			sum.EvalLoss, sum.Evaluated = m.EvalLoss, true
 		}
 		if l.opts.OnStep != nil {
 			l.opts.OnStep(m)

@@ -2,6 +2,7 @@ package sft
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -109,6 +110,9 @@ func TestLoopSchedulesBatchesAndCheckpoints(t *testing.T) {
 	assert.Equal(t, 9, sum.Steps)
 	assert.Equal(t, 0.5, sum.FinalLoss)
 	assert.Equal(t, 0.25, sum.EvalLoss)
+	assert.True(t, sum.Evaluated)
+	_, err = json.Marshal(sum)
+	require.NoError(t, err)
 	require.Len(t, ft.lrs, 9)
 	for s, lr := range ft.lrs {
 		assert.InDelta(t, 0.01*cfg.Schedule.Factor(s, 9), lr, 1e-15, "step %d", s)
@@ -141,7 +145,9 @@ func TestLoopSchedulesBatchesAndCheckpoints(t *testing.T) {
 	assert.Equal(t, []string{"sft-000004", "sft-000008", "sft-000009"}, ft.saves)
 	assert.Equal(t, []int{4, 8, 9}, saved)
 	for _, m := range steps {
-		assert.Equal(t, m.Step == 5 || m.Step == 9, !math.IsNaN(m.EvalLoss), "step %d", m.Step)
+		assert.Equal(t, m.Step == 5 || m.Step == 9, m.Evaluated, "step %d", m.Step)
+		_, err := json.Marshal(m)
+		require.NoError(t, err, "metrics serialize")
 		assert.Equal(t, 2*float64(len(ft.batches[m.Step-1])), m.Tokens, "step %d: two trained tokens per datum", m.Step)
 	}
 	require.Len(t, sum.Checkpoints, 3)
