@@ -1,0 +1,154 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+
+	"github.com/tandemrl/tandem/basemodel"
+	"github.com/tandemrl/tandem/checkpoint"
+	"github.com/tandemrl/tandem/engine"
+	"github.com/tandemrl/tandem/server"
+	"github.com/tandemrl/tandem/server/ckptstore"
+	"github.com/tandemrl/tandem/server/localbackend"
+	"github.com/tandemrl/tandem/server/steplog"
+)
+
+// EnvAPIKey is read when -api-key is not given.
+const EnvAPIKey = "TANDEM_API_KEY"
+
+// StepLogFile is the file in the store folder where `tandem serve` appends
+// every training call's final step-log entry (package server/steplog), so
+// the log outlives restarts of the process. Its name starts with a dot, so
+// checkpoint listings skip it.
+const StepLogFile = ".steplog.jsonl"
+
+// ListeningPrefix starts the line serve prints once it accepts calls,
+// followed by host:port (useful with -listen 127.0.0.1:0).
+const ListeningPrefix = "tandem serve: listening on "
+
+type serveFlags struct {
+	listen, role, store, apiKey, base, baseName string
+	threads, samplerThreads                     int
+	allowRemote                                 bool
+	maxInFlight                                 int
+}
+
+func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("serve", stderr)
+	var f serveFlags
+	fs.StringVar(&f.listen, "listen", server.DefaultConfig().Addr, "host:port to listen on (port 0 picks a free one); a non-loopback host needs -allow-remote")
+	fs.BoolVar(&f.allowRemote, "allow-remote", false, "allow -listen on an address other than loopback")
+	fs.StringVar(&f.role, "role", string(server.RoleBoth), "endpoints to serve: trainer, sampler or both")
+	fs.StringVar(&f.store, "store", "tandem-store", "checkpoint store folder, shared by the trainer and sampler processes of a run")
+	fs.StringVar(&f.apiKey, "api-key", "", "API key clients must send (X-API-Key or Authorization: Bearer); default $"+EnvAPIKey+"; required")
+	fs.IntVar(&f.threads, "threads", runtime.NumCPU(), "cores one training call uses")
+	fs.IntVar(&f.samplerThreads, "sampler-threads", 0, "cores one sample call uses (default: -threads)")
+	fs.StringVar(&f.base, "base", "", "base weights file (default: the shipped model)")
+	fs.StringVar(&f.baseName, "base-name", "", "name clients use for the base model (default: "+basemodel.Name+", or the -base file's name)")
+	fs.IntVar(&f.maxInFlight, "max-in-flight", 0, "unfinished calls beyond which the server answers 429 (default 256)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if f.apiKey == "" {
+		f.apiKey = os.Getenv(EnvAPIKey)
+	}
+	if f.apiKey == "" {
+		return usagef("serve: no API key: refusing to start an open server; pass -api-key or set %s", EnvAPIKey)
+	}
+	if err := checkListen(f.listen, f.allowRemote); err != nil {
+		return err
+	}
+	srv, log, err := newServer(f)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", f.listen)
+	if err != nil {
+		return errors.Join(fmt.Errorf("serve: %w", err), log.Close())
+	}
+	fmt.Fprintf(stdout, "%s%s (role %s, store %s)\n", ListeningPrefix, ln.Addr(), f.role, f.store)
+	return errors.Join(srv.Serve(ctx, ln), log.Close())
+}
+
+// checkListen refuses to listen beyond loopback unless allowed.
+func checkListen(addr string, allowRemote bool) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return usagef("serve: -listen %q: %v; want host:port, e.g. 127.0.0.1:8000", addr, err)
+	}
+	if allowRemote || isLoopback(host) {
+		return nil
+	}
+	return usagef("serve: -listen %q is not a loopback address; exposing the server is an explicit choice: add -allow-remote", addr)
+}
+
+func isLoopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// newServer loads the base model, opens the store and its step log, and
+// builds the server; the caller closes the step log after serving.
+func newServer(f serveFlags) (*server.Server, *steplog.Writer, error) {
+	var (
+		base *engine.Model[float32]
+		err  error
+	)
+	if f.base == "" {
+		base, err = basemodel.Load()
+		if f.baseName == "" {
+			f.baseName = basemodel.Name
+		}
+	} else {
+		base, err = engine.LoadBase[float32](f.base)
+		if f.baseName == "" {
+			f.baseName = strings.TrimSuffix(filepath.Base(f.base), filepath.Ext(f.base))
+		}
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("serve: base model: %w", err)
+	}
+	if err := os.MkdirAll(f.store, 0o755); err != nil {
+		return nil, nil, fmt.Errorf("serve: store: %w", err)
+	}
+	st, err := checkpoint.Open(f.store)
+	if err != nil {
+		return nil, nil, fmt.Errorf("serve: store: %w", err)
+	}
+	if f.threads < 1 {
+		return nil, nil, usagef("serve: -threads %d: want at least 1", f.threads)
+	}
+	if f.samplerThreads == 0 {
+		f.samplerThreads = f.threads
+	}
+	be, err := localbackend.New(localbackend.Options{
+		Bases: map[string]*engine.Model[float32]{f.baseName: base}, Store: st,
+		TrainerThreads: f.threads, SamplerThreads: f.samplerThreads,
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("serve: %w", err)
+	}
+	cfg := server.Config{Addr: f.listen, Role: server.Role(f.role), APIKeys: []string{f.apiKey}, Models: be.Models(), MaxInFlight: f.maxInFlight}
+	if err := cfg.Validate(); err != nil {
+		return nil, nil, usagef("serve: %v", err)
+	}
+	log, err := steplog.Open(filepath.Join(st.Root(), StepLogFile))
+	if err != nil {
+		return nil, nil, fmt.Errorf("serve: %w", err)
+	}
+	srv, err := server.New(cfg, server.Options{Backend: be, Store: ckptstore.New(st, ckptstore.Options{}), OnStep: log.Append})
+	if err != nil {
+		return nil, nil, errors.Join(usagef("serve: %v", err), log.Close())
+	}
+	return srv, log, nil
+}
