@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
+	"sync/atomic"
 
 	"github.com/tandemrl/tandem/backend/local"
 	"github.com/tandemrl/tandem/checkpoint"
@@ -37,11 +39,18 @@ type Options struct {
 	// Shelf keeps recent sampler weights in memory for samplers in this
 	// process; default a new shelf (keeping the newest 16).
 	Shelf *local.Shelf
+	// Seed seeds the samplers' random streams (for sample calls that bring
+	// no seed): the n-th sampler made gets a stream derived from (Seed, n),
+	// so the samplers a server makes for successive versions never replay
+	// each other's draws. Zero means a seed drawn at random, so that two
+	// processes differ too.
+	Seed uint64
 }
 
 // Backend makes local trainers and samplers; safe for concurrent use.
 type Backend struct {
-	opts Options
+	opts     Options
+	samplers atomic.Uint64 // samplers made so far
 }
 
 var _ server.Backend = (*Backend)(nil)
@@ -66,6 +75,9 @@ func New(opts Options) (*Backend, error) {
 	opts.SamplerThreads = max(opts.SamplerThreads, 1)
 	if opts.Shelf == nil {
 		opts.Shelf = &local.Shelf{}
+	}
+	for opts.Seed == 0 {
+		opts.Seed = rand.Uint64()
 	}
 	return &Backend{opts: opts}, nil
 }
@@ -123,13 +135,15 @@ func (b *Backend) NewTrainer(_ context.Context, spec server.TrainerSpec) (rl.Tra
 
 // NewSampler implements server.Backend: a local sampler of base (version 0
 // until the server loads an adapter) that finds adapters on the shelf or in
-// the store.
+// the store, with a random stream of its own (see Options.Seed).
 func (b *Backend) NewSampler(_ context.Context, base string) (rl.Sampler, error) {
 	m, err := b.base(base)
 	if err != nil {
 		return nil, err
 	}
-	return local.NewSampler(m, local.SamplerOptions{Threads: b.opts.SamplerThreads, Shelf: b.opts.Shelf, Store: b.opts.Store})
+	n := b.samplers.Add(1)
+	seed := rand.New(rand.NewPCG(b.opts.Seed, n)).Uint64()
+	return local.NewSampler(m, local.SamplerOptions{Threads: b.opts.SamplerThreads, Shelf: b.opts.Shelf, Store: b.opts.Store, Seed: seed})
 }
 
 // LoraConfig converts create_model's lora_config to the engine's: the same

@@ -172,3 +172,33 @@ func TestSamplerInAnotherProcessServesPublishedVersion(t *testing.T) {
 	assert.Equal(t, policy.Version(0), c.Version)
 	assert.NotEqual(t, a.Sequences, c.Sequences)
 }
+
+// TestSamplersDrawDistinctStreams: the samplers a server makes one after
+// another (one per served version) must not replay each other's random
+// draws when calls bring no seed, while a fixed Options.Seed reproduces
+// the n-th sampler's stream.
+func TestSamplersDrawDistinctStreams(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st, err := checkpoint.Open(t.TempDir())
+	require.NoError(t, err)
+	base := tinyBase(t)
+	mk := func(seed uint64) *Backend {
+		b, err := New(Options{Bases: map[string]*engine.Model[float32]{baseName: base}, Store: st, Seed: seed})
+		require.NoError(t, err)
+		return b
+	}
+	draw := func(b *Backend) []rl.Sequence {
+		s, err := b.NewSampler(ctx, baseName)
+		require.NoError(t, err)
+		out, err := s.Sample(ctx, rl.Tokens([]int{engine.BOS}), 4, rl.SamplingParams{MaxTokens: 6, Temperature: 1})
+		require.NoError(t, err)
+		return out.Sequences
+	}
+	b := mk(42)
+	first, second := draw(b), draw(b)
+	assert.NotEqual(t, first, second, "successive samplers replayed the same draws")
+	again := mk(42)
+	assert.Equal(t, first, draw(again), "the same seed reproduces the first sampler's draws")
+	assert.Equal(t, second, draw(again))
+}
