@@ -1,0 +1,165 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// listening is the line `tandem serve` prints once it accepts calls
+// (cmd/tandem.ListeningPrefix).
+const listening = "tandem serve: listening on "
+
+var build struct {
+	once sync.Once
+	dir  string
+	bin  string
+	err  error
+}
+
+// tandemBinary builds the tandem command once per test binary.
+func tandemBinary(t *testing.T) string {
+	t.Helper()
+	build.once.Do(func() {
+		build.dir, build.err = os.MkdirTemp("", "tandem-e2e-")
+		if build.err != nil {
+			return
+		}
+		build.bin = filepath.Join(build.dir, "tandem")
+		cmd := exec.Command("go", "build", "-o", build.bin, "github.com/tandemrl/tandem/cmd/tandem")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			build.err = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	require.NoError(t, build.err)
+	return build.bin
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if build.dir != "" {
+		os.RemoveAll(build.dir)
+	}
+	os.Exit(code)
+}
+
+// proc is one `tandem serve` process, restartable on the same address.
+type proc struct {
+	t      *testing.T
+	bin    string
+	role   string
+	store  string
+	key    string
+	addr   string // host:port, fixed after the first start
+	logDir string
+
+	cmd    *exec.Cmd
+	exited chan struct{}
+	starts int
+}
+
+func startServe(t *testing.T, role, store, key string) *proc {
+	t.Helper()
+	p := &proc{t: t, bin: tandemBinary(t), role: role, store: store, key: key, addr: "127.0.0.1:0", logDir: t.TempDir()}
+	p.start()
+	t.Cleanup(p.stop)
+	return p
+}
+
+func (p *proc) url() string { return "http://" + p.addr }
+
+// start runs the process and waits for its "listening on" line.
+func (p *proc) start() {
+	p.t.Helper()
+	p.starts++
+	logf, err := os.Create(filepath.Join(p.logDir, fmt.Sprintf("%s-%d.log", p.role, p.starts)))
+	require.NoError(p.t, err)
+	cmd := exec.Command(p.bin, "serve", "-listen", p.addr, "-role", p.role, "-store", p.store, "-threads", "1")
+	cmd.Env = append(os.Environ(), "TANDEM_API_KEY="+p.key)
+	cmd.Stderr = logf
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(p.t, err)
+	require.NoError(p.t, cmd.Start())
+	exited := make(chan struct{})
+	lines := make(chan string, 1)
+	go func() {
+		defer close(exited)
+		sc := bufio.NewScanner(stdout)
+		first := true
+		for sc.Scan() {
+			if first {
+				lines <- sc.Text()
+				first = false
+			}
+		}
+		_ = cmd.Wait()
+		logf.Close()
+	}()
+	select {
+	case line := <-lines:
+		require.True(p.t, strings.HasPrefix(line, listening), "unexpected first line %q", line)
+		p.addr = strings.Fields(strings.TrimPrefix(line, listening))[0]
+	case <-exited:
+		b, _ := os.ReadFile(logf.Name())
+		p.t.Fatalf("tandem serve --role %s exited before listening:\n%s", p.role, b)
+	case <-time.After(time.Minute):
+		p.t.Fatalf("tandem serve --role %s did not start within a minute", p.role)
+	}
+	p.cmd, p.exited = cmd, exited
+}
+
+// kill sends SIGKILL and waits for the process to be gone.
+func (p *proc) kill() {
+	p.t.Helper()
+	require.NoError(p.t, p.cmd.Process.Signal(syscall.SIGKILL))
+	<-p.exited
+}
+
+// stop ends the process with SIGTERM (SIGKILL after 15 s).
+func (p *proc) stop() {
+	if p.cmd == nil {
+		return
+	}
+	select {
+	case <-p.exited:
+		return
+	default:
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.exited:
+	case <-time.After(15 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.exited
+	}
+}
+
+// waitHealthy polls healthz until it answers or ctx ends.
+func waitHealthy(ctx context.Context, url string) error {
+	for {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url+"/api/v1/healthz", nil)
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}

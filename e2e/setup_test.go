@@ -1,0 +1,160 @@
+package e2e
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/tandemrl/tandem/checkpoint"
+	"github.com/tandemrl/tandem/engine"
+	"github.com/tandemrl/tandem/reward"
+	"github.com/tandemrl/tandem/rl"
+	"github.com/tandemrl/tandem/rl/loop"
+	"github.com/tandemrl/tandem/rollout"
+	"github.com/tandemrl/tandem/tasks/arithmetic"
+	"github.com/tandemrl/tandem/wire"
+)
+
+const (
+	apiKey = "e2e-key-0123456789"
+	// The task: a fixed set of training problems seen again and again, so
+	// that the reward of a short run rises reliably.
+	problemCount = 16
+	steps        = 20
+)
+
+// lora is the adapter every e2e trainer creates: the engine's default shape.
+var lora = wire.LoraConfig{Rank: 8, TrainAttn: true, TrainMLP: true, TrainUnembed: true}
+
+// rlConfig is the synchronous GRPO configuration of both tests.
+func rlConfig(run string) rl.Config {
+	return rl.Config{
+		GroupsPerBatch: 8, GroupSize: 8, MaxStaleness: 0, Steps: steps, Seed: 1, Run: run,
+		Adam:     rl.AdamParams{LearningRate: 5e-3, GradClipNorm: 1},
+		Sampling: rl.SamplingParams{MaxTokens: 16, Temperature: 1, StopTokens: []int{engine.Newline}},
+	}
+}
+
+// problems returns the first problemCount training problems of the
+// arithmetic task, rewarded 1 for the right final integer plus 0.1 for a
+// terse answer (as examples/arithmetic does).
+func problems(t *testing.T) []rollout.Problem {
+	t.Helper()
+	terse, err := reward.Format(`^ -?\d+\n?$`)
+	require.NoError(t, err)
+	score := reward.Sum(reward.Term{Weight: 1, Func: reward.FinalInteger()}, reward.Term{Weight: 0.1, Func: terse})
+	var tok engine.Tokenizer
+	train, _ := arithmetic.Split()
+	out := make([]rollout.Problem, problemCount)
+	for i, p := range train[:problemCount] {
+		ids, err := tok.Encode(p.Prompt())
+		require.NoError(t, err)
+		out[i] = &rollout.SingleTurn{
+			ID: p.String(), Prompt: rl.Tokens(append([]int{engine.BOS}, ids...)),
+			Reference: strconv.Itoa(p.Answer()), Reward: score,
+		}
+	}
+	return out
+}
+
+// curve collects the loop's step metrics.
+type curve struct {
+	mu    sync.Mutex
+	steps []loop.StepMetrics
+	after func(loop.StepMetrics)
+}
+
+func (c *curve) observe(m loop.StepMetrics) {
+	c.mu.Lock()
+	c.steps = append(c.steps, m)
+	c.mu.Unlock()
+	if c.after != nil {
+		c.after(m)
+	}
+}
+
+func (c *curve) rewards() []float64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]float64, len(c.steps))
+	for i, m := range c.steps {
+		out[i] = m.MeanReward
+	}
+	return out
+}
+
+func mean(xs []float64) float64 {
+	s := 0.0
+	for _, x := range xs {
+		s += x
+	}
+	return s / float64(len(xs))
+}
+
+func formatCurve(xs []float64) string {
+	parts := make([]string, len(xs))
+	for i, x := range xs {
+		parts[i] = strconv.FormatFloat(x, 'f', 3, 64)
+	}
+	return strings.Join(parts, " ")
+}
+
+// runLoop runs the arithmetic loop on tr and smp and returns its curve.
+func runLoop(ctx context.Context, t *testing.T, run string, tr rl.Trainer, smp rl.Sampler, after func(loop.StepMetrics)) *curve {
+	t.Helper()
+	c := &curve{after: after}
+	var tok engine.Tokenizer
+	lp, err := loop.New(rlConfig(run), loop.Deps{
+		Trainer: tr, Samplers: []rl.Sampler{smp},
+		Dataset: rollout.NewSliceDataset(problems(t), 0, -1), Decode: tok.Decode,
+		Observer: c.observe,
+	})
+	require.NoError(t, err)
+	require.NoError(t, lp.Run(ctx))
+	return c
+}
+
+// verifyStore opens every checkpoint folder <root>/<run>/<kind>/<name> and
+// rehashes its files against its manifest; it returns how many it checked
+// and how many hidden leftovers (temporary folders) it saw.
+func verifyStore(ctx context.Context, t *testing.T, root string) (checked, leftovers int) {
+	t.Helper()
+	runs, err := os.ReadDir(root)
+	require.NoError(t, err)
+	for _, r := range runs {
+		if !r.IsDir() {
+			continue
+		}
+		if strings.HasPrefix(r.Name(), ".") {
+			leftovers++
+			continue
+		}
+		kinds, err := os.ReadDir(filepath.Join(root, r.Name()))
+		require.NoError(t, err)
+		for _, k := range kinds {
+			if !k.IsDir() {
+				continue
+			}
+			names, err := os.ReadDir(filepath.Join(root, r.Name(), k.Name()))
+			require.NoError(t, err)
+			for _, n := range names {
+				dir := filepath.Join(root, r.Name(), k.Name(), n.Name())
+				if strings.HasPrefix(n.Name(), ".") {
+					leftovers++
+					continue
+				}
+				ck, err := checkpoint.OpenDir(dir)
+				require.NoError(t, err, "checkpoint folder %s", dir)
+				require.NoError(t, ck.Verify(ctx), "checkpoint folder %s", dir)
+				checked++
+			}
+		}
+	}
+	return checked, leftovers
+}
