@@ -66,10 +66,10 @@
 // # Parallelism
 //
 // A Par with Threads > 1 starts goroutines for one call and joins them before
-// returning. It uses min(Threads, work items, m·n·k / 2¹⁸) goroutines, so a
-// product below about half a million multiply-adds stays on the calling
-// goroutine: starting a goroutine costs about a microsecond, 2¹⁸
-// multiply-adds take about ten on one AVX2 core. Work items are blocks of at
+// returning. It uses min(Threads, work items, m·n·k / 2²⁰) goroutines, so a
+// product below about two million multiply-adds stays on the calling
+// goroutine: waking a thread for a goroutine and joining it costs from one to
+// tens of microseconds, 2²⁰ multiply-adds take about 8 µs on one AVX-512 core. Work items are blocks of at
 // most 96 rows by 256 columns of C, split finer (down to one tile) until each
 // goroutine has about four to choose from, and handed out dynamically; how
 // the work is split never changes a result. Scratch buffers come from a

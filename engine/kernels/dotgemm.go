@@ -25,7 +25,7 @@ func dotGemm[T float](im *gemmImpl[T], par Par, m, n, k int, alpha T, a []T, lda
 	mr, nr := d.mr, d.nr
 	rowBlocks := ceilDiv(m, mr)
 	colTiles := ceilDiv(n, nr)
-	threads := par.workers(colTiles, int64(m)*int64(n)*int64(k))
+	threads := im.threads(par, colTiles, int64(m)*int64(n)*int64(k))
 	_, chunk := itemGrid(threads, 1, colTiles, 1, 1, d.chunk)
 	items := ceilDiv(colTiles, chunk)
 	threads = min(threads, items)

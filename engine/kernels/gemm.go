@@ -52,7 +52,21 @@ type gemmImpl[T float] struct {
 	// or two B panels; swapped, the few rows of op(B)ᵀ are packed once and
 	// used against many panels.
 	swapMaxN int
-	pool     *sync.Pool // of *[]T scratch buffers
+	// minWork is the least work (multiply-adds) that earns a goroutine;
+	// 0 means minWorkPerThread. Tests lower it to run small products on
+	// many goroutines.
+	minWork int64
+	pool    *sync.Pool // of *[]T scratch buffers
+}
+
+// threads returns how many goroutines par may use for nItems items worth
+// work multiply-adds.
+func (im *gemmImpl[T]) threads(par Par, nItems int, work int64) int {
+	minWork := im.minWork
+	if minWork == 0 {
+		minWork = minWorkPerThread
+	}
+	return par.workers(nItems, work, minWork)
 }
 
 // never is a threshold no problem reaches.
@@ -126,7 +140,7 @@ func gemm[T float](im *gemmImpl[T], par Par, tA, tB bool, m, n, k int, alpha T, 
 	kcMax := min(im.kc, k)
 	aLen := ceilDiv(min(im.mc, m), mr) * mr * kcMax
 	scratchLen := aLen + kcMax*nr + mr*nr
-	scratch := make([]*[]T, par.workers(m*ceilDiv(n, nr), int64(m)*int64(n)*int64(k)))
+	scratch := make([]*[]T, im.threads(par, m*ceilDiv(n, nr), int64(m)*int64(n)*int64(k)))
 	for w := range scratch {
 		scratch[w] = im.getBuf(scratchLen)
 	}
@@ -176,13 +190,13 @@ func (s *slab[T]) run(par Par, scratch []*[]T, aLen, kcMax int) {
 	if s.packB {
 		// Packing moves kg·nb elements; give it threads as if it were 8
 		// times cheaper than the same number of multiply-adds.
-		pt := min(len(scratch), par.workers(nPanels, int64(s.kg)*int64(s.nb)*8))
+		pt := min(len(scratch), im.threads(par, nPanels, int64(s.kg)*int64(s.nb)*8))
 		parallelFor(pt, nPanels, func(jp, _ int) {
 			j := s.j0 + jp*nr
 			packBPanel(s.tB, s.b, s.ldb, s.p0, s.kg, j, min(nr, s.n-j), nr, s.bPacked[jp*s.kg*nr:(jp+1)*s.kg*nr])
 		})
 	}
-	threads := min(len(scratch), par.workers(s.m*nPanels, int64(s.m)*int64(s.nb)*int64(s.kg)))
+	threads := min(len(scratch), im.threads(par, s.m*nPanels, int64(s.m)*int64(s.nb)*int64(s.kg)))
 	mc, chunk := itemGrid(threads, s.m, nPanels, im.mr, im.mc, im.chunk)
 	nChunks := ceilDiv(nPanels, chunk)
 	items := ceilDiv(s.m, mc) * nChunks

@@ -157,12 +157,14 @@ func TestGemmDeterministicAcrossThreads(t *testing.T) {
 	}
 }
 
-func checkDeterministic[T float](t *testing.T, im *gemmImpl[T], s shape, alpha, beta T) {
+func checkDeterministic[T float](t *testing.T, base *gemmImpl[T], s shape, alpha, beta T) {
+	im := *base
+	im.minWork = 1 // every product goes parallel
 	o := newOperands[T](rand.New(rand.NewPCG(uint64(s.m), uint64(s.n))), s)
 	var first []T
 	for _, threads := range []int{1, 2, 3, 8} {
 		got := slices.Clone(o.c)
-		gemm(im, Par{Threads: threads}, s.tA, s.tB, s.m, s.n, s.k, alpha, o.a, o.lda, o.b, o.ldb, beta, got, o.ldc)
+		gemm(&im, Par{Threads: threads}, s.tA, s.tB, s.m, s.n, s.k, alpha, o.a, o.lda, o.b, o.ldb, beta, got, o.ldc)
 		if first == nil {
 			first = got
 			continue

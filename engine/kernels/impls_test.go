@@ -41,6 +41,7 @@ func pathVariants[T float](im *gemmImpl[T]) []*gemmImpl[T] {
 	var out []*gemmImpl[T]
 	for _, s := range set {
 		v := *im
+		v.minWork = 1000 // go parallel on the tests' small products
 		s.f(&v)
 		v.name = fmt.Sprintf("%s[%s]", im.name, s.name)
 		out = append(out, &v)

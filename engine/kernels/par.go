@@ -15,20 +15,21 @@ import (
 // fixed by the call's shape alone.
 type Par struct{ Threads int }
 
-// minFlopsPerThread is the least work (multiply-adds) that earns a goroutine.
-// Starting and joining one costs about a microsecond; 1<<18 multiply-adds take
-// some 10 µs on one AVX2 core.
-const minFlopsPerThread = 1 << 18
+// minWorkPerThread is the least work (multiply-adds) that earns a goroutine
+// by default. Waking an idle thread for a new goroutine and joining it costs
+// from one to tens of microseconds; 1<<20 multiply-adds take about 8 µs at
+// the AVX-512 kernel's speed and 15 µs at AVX2's.
+const minWorkPerThread = 1 << 20
 
 // workers returns how many goroutines to use for nItems items worth work
-// multiply-adds in total.
-func (p Par) workers(nItems int, work int64) int {
+// multiply-adds in total, giving each at least minWork.
+func (p Par) workers(nItems int, work, minWork int64) int {
 	t := p.Threads
 	if t <= 1 || nItems <= 1 {
 		return 1
 	}
 	t = min(t, nItems)
-	if byWork := work / minFlopsPerThread; byWork < int64(t) {
+	if byWork := work / max(minWork, 1); byWork < int64(t) {
 		t = int(max(byWork, 1))
 	}
 	return t

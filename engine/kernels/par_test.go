@@ -10,7 +10,8 @@ import (
 
 func TestParWorkers(t *testing.T) {
 	t.Parallel()
-	big := int64(minFlopsPerThread) * 100
+	const minWork = 1000
+	big := int64(minWork) * 100
 	cases := []struct {
 		name    string
 		threads int
@@ -23,11 +24,11 @@ func TestParWorkers(t *testing.T) {
 		{"one item", 8, 1, big, 1},
 		{"bounded by items", 8, 3, big, 3},
 		{"bounded by threads", 4, 100, big, 4},
-		{"too little work", 8, 100, minFlopsPerThread - 1, 1},
-		{"work for two", 8, 100, 2*minFlopsPerThread + 1, 2},
+		{"too little work", 8, 100, minWork - 1, 1},
+		{"work for two", 8, 100, 2*minWork + 1, 2},
 	}
 	for _, tc := range cases {
-		assert.Equal(t, tc.want, Par{Threads: tc.threads}.workers(tc.items, tc.work), tc.name)
+		assert.Equal(t, tc.want, Par{Threads: tc.threads}.workers(tc.items, tc.work, minWork), tc.name)
 	}
 }
 
