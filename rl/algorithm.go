@@ -39,6 +39,29 @@ type Batch struct {
 	Actions []Span
 	// Metrics are reported with the step (e.g. "advantage:mean").
 	Metrics map[string]float64
+	// GapSum and GapTokens carry a sampler/trainer log-prob gap the
+	// algorithm measured itself (Σ|μ − p| over GapTokens action tokens),
+	// for batches whose Actions cannot point at sampler log-probs because
+	// the "logprobs" inputs hold something else (e.g. a proximal policy).
+	// The loop uses them when Actions is empty.
+	GapSum    float64
+	GapTokens int
+}
+
+// Preparer is an optional extension of Algorithm: the loop calls Prepare
+// once per learner step with all of the step's groups before it splits them
+// into Config.Substeps batches (e.g. to compute a proximal policy for the
+// whole step, as AReaL's decoupled PPO does).
+type Preparer interface {
+	Prepare(ctx context.Context, t Trainer, step policy.Version, groups []Group) error
+}
+
+// OutputMetrics is an optional extension of Algorithm: after the
+// forward-backward of each Batch the loop passes the trainer's output, and
+// reports the metrics returned (e.g. the importance ratio and the share of
+// tokens a clip acted on).
+type OutputMetrics interface {
+	OutputMetrics(out ForwardBackwardOutput) (map[string]float64, error)
 }
 
 // Span is the half-open range [Start, End) of loss-input positions of datum

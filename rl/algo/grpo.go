@@ -135,7 +135,12 @@ func (g *GRPO) Batch(ctx context.Context, t rl.Trainer, _ policy.Version, groups
 		}
 		// The "logprobs" inputs now hold π_prox, not the sampler's: no
 		// Actions, so the loop does not mistake them for sampler log-probs;
-		// the sampler/trainer gap is in Metrics["decoupled:sampler_gap"].
+		// the sampler/trainer gap measured against π_prox (the trainer's
+		// policy) is carried in GapSum/GapTokens instead.
+		if gap, ok := m["decoupled:sampler_gap"]; ok {
+			b.GapTokens = int(m["tokens:action"])
+			b.GapSum = gap * float64(b.GapTokens)
+		}
 		return b, nil
 	}
 	b.Actions = make([]rl.Span, len(units))
@@ -313,6 +318,11 @@ func (g *GRPO) proximal(ctx context.Context, t rl.Trainer, data []rl.Datum) (_ [
 		}
 	}
 	return out, false, nil
+}
+
+// OutputMetrics implements rl.OutputMetrics with RatioMetrics.
+func (g *GRPO) OutputMetrics(out rl.ForwardBackwardOutput) (map[string]float64, error) {
+	return g.RatioMetrics(out)
 }
 
 // Prepare computes, for the decoupled objective, the proximal policy of a

@@ -172,6 +172,11 @@ func (ln *learner) train(ctx context.Context, groups []rl.Group, name string) (S
 		m.MeanReward = rewardSum / float64(m.Samples)
 	}
 
+	if p, ok := l.deps.Algorithm.(rl.Preparer); ok {
+		if err := p.Prepare(ctx, l.deps.Trainer, ln.version, groups); err != nil {
+			return m, nil, fmt.Errorf("loop: algorithm: prepare: %w", err)
+		}
+	}
 	per := len(groups) / cfg.Substeps
 	var saved *rl.Future[policy.Ref]
 	var gapSum float64
@@ -207,6 +212,9 @@ func (ln *learner) train(ctx context.Context, groups []rl.Group, name string) (S
 		}
 		ln.version = opOut.Version
 		s, n := logprobGap(batch, fbOut)
+		if len(batch.Actions) == 0 {
+			s, n = batch.GapSum, batch.GapTokens
+		}
 		gapSum += s
 		gapN += n
 		if m.Metrics == nil {
@@ -217,6 +225,15 @@ func (ln *learner) train(ctx context.Context, groups []rl.Group, name string) (S
 		}
 		for k, v := range batch.Metrics {
 			m.Metrics[k] += v / float64(cfg.Substeps)
+		}
+		if om, ok := l.deps.Algorithm.(rl.OutputMetrics); ok {
+			extra, err := om.OutputMetrics(fbOut)
+			if err != nil {
+				return m, nil, fmt.Errorf("loop: algorithm: output metrics: %w", err)
+			}
+			for k, v := range extra {
+				m.Metrics[k] += v / float64(cfg.Substeps)
+			}
 		}
 	}
 	if gapN > 0 {
