@@ -57,3 +57,25 @@ func FuzzAdapterConfig(f *testing.F) {
 		}
 	})
 }
+
+// FuzzTokenizer: Encode accepts exactly printable ASCII and newline, and
+// Decode inverts it.
+func FuzzTokenizer(f *testing.F) {
+	f.Add("What is 12 + 35? 47\n")
+	f.Add("naïve\x00")
+	f.Fuzz(func(t *testing.T, s string) {
+		var tok Tokenizer
+		ids, err := tok.Encode(s)
+		if err != nil {
+			return
+		}
+		if got := tok.Decode(ids); got != s {
+			t.Fatalf("Decode(Encode(%q)) = %q", s, got)
+		}
+		for _, id := range ids {
+			if id < Newline || id >= VocabSize {
+				t.Fatalf("id %d out of range", id)
+			}
+		}
+	})
+}
