@@ -14,6 +14,11 @@ type SamplerOptions struct {
 	// Threads bounds the goroutines one Sample call uses (0 or 1: the
 	// caller's goroutine only). Results do not depend on it.
 	Threads int
+	// MaxConcurrent bounds the Sample and ComputeLogprobs calls that compute
+	// at once (0 means 1); further callers wait. A sampler uses at most
+	// MaxConcurrent·Threads goroutines. With few samples per call, several
+	// one-thread calls use cores better than one call on several threads.
+	MaxConcurrent int
 }
 
 // Sampler generates completions with a KV cache from its own copy of the
@@ -21,9 +26,9 @@ type SamplerOptions struct {
 // never sees a trainer's live tensors; it serves what [Sampler.SetAdapter]
 // or [Sampler.LoadAdapter] gave it.
 //
-// Sampler is safe for concurrent use. Sample calls compute one at a time
-// (each using up to Threads goroutines), so a sampler behaves like one
-// machine; waiting callers honour their context. SetAdapter affects calls
+// Sampler is safe for concurrent use. At most MaxConcurrent calls compute at
+// once (each using up to Threads goroutines), so a sampler behaves like a
+// machine of fixed size; waiting callers honour their context. SetAdapter affects calls
 // that start after it returns; calls already running finish on the weights
 // they began with.
 type Sampler[T Float] struct {
@@ -44,7 +49,10 @@ func NewSampler[T Float](base *Model[T], opts SamplerOptions) (*Sampler[T], erro
 	if err := base.Config.Validate(); err != nil {
 		return nil, err
 	}
-	s := &Sampler[T]{base: base.Clone(), sem: make(chan struct{}, 1), opts: opts, rope: newRope[T](base.Config)}
+	if opts.MaxConcurrent < 0 || opts.Threads < 0 {
+		return nil, fmt.Errorf("%w: sampler threads %d and max concurrent %d must be non-negative", ErrConfig, opts.Threads, opts.MaxConcurrent)
+	}
+	s := &Sampler[T]{base: base.Clone(), sem: make(chan struct{}, max(1, opts.MaxConcurrent)), opts: opts, rope: newRope[T](base.Config)}
 	s.cur.Store(&served[T]{m: s.base.Clone()})
 	return s, nil
 }

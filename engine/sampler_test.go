@@ -293,7 +293,7 @@ func TestSampleRejects(t *testing.T) {
 func TestSamplerConcurrentUse(t *testing.T) {
 	t.Parallel()
 	base, ad := trainedAdapter[float32](t, smallConfig())
-	s, err := NewSampler(base, SamplerOptions{Threads: 2})
+	s, err := NewSampler(base, SamplerOptions{Threads: 1, MaxConcurrent: 3})
 	require.NoError(t, err)
 	p := SampleParams{MaxTokens: 5, Temperature: 1, Seed: 3}
 	want, _, err := s.Sample(context.Background(), []int{BOS, 5}, 2, p)
