@@ -23,20 +23,26 @@ type PretrainConfig struct {
 	LR     float64                 `json:"lr"`     // peak learning rate
 	Warmup int                     `json:"warmup"` // linear warm-up steps
 	MinLR  float64                 `json:"min_lr"` // cosine floor, as a fraction of LR
-	Adam   engine.AdamParams       `json:"adam"`   // LearningRate is set per step from the schedule
+	// PromptWeight is the loss weight of the prompt's tokens; the answer's
+	// (everything after the question mark) weigh 1. Less weight on the
+	// random operands puts the gradient where the skill is.
+	PromptWeight float64           `json:"prompt_weight"`
+	Adam         engine.AdamParams `json:"adam"` // LearningRate is set per step from the schedule
 }
 
 // DefaultPretrainConfig is the recipe of the shipped base model.
 func DefaultPretrainConfig() PretrainConfig {
 	return PretrainConfig{
-		Model:  engine.DefaultConfig(),
-		Seed:   1,
-		Steps:  2000,
-		Batch:  64,
-		LR:     3e-3,
-		Warmup: 100,
-		MinLR:  0.1,
-		Adam:   engine.AdamParams{Beta1: 0.9, Beta2: 0.98, Eps: 1e-8, WeightDecay: 0.01, GradClipNorm: 1},
+		Model:        engine.DefaultConfig(),
+		Seed:         1,
+		Steps:        1600,
+		Batch:        128,
+		LR:           3e-3,
+		Warmup:       100,
+		MinLR:        0.1,
+		PromptWeight: 0.2,
+		Corpus:       arithmetic.CorpusConfig{CorrectProb: 0.5, WordyProb: 0.15},
+		Adam:         engine.AdamParams{Beta1: 0.9, Beta2: 0.98, Eps: 1e-8, WeightDecay: 0.01, GradClipNorm: 1},
 	}
 }
 
@@ -59,6 +65,8 @@ func (c PretrainConfig) Validate() error {
 		return fmt.Errorf("basemodel: warmup %d must not be negative", c.Warmup)
 	case c.MinLR < 0 || c.MinLR > 1:
 		return fmt.Errorf("basemodel: min_lr %v must be in [0, 1]", c.MinLR)
+	case c.PromptWeight < 0 || c.PromptWeight > 1:
+		return fmt.Errorf("basemodel: prompt_weight %v must be in [0, 1]", c.PromptWeight)
 	}
 	return nil
 }
@@ -78,7 +86,7 @@ func (c PretrainConfig) LearningRate(step int) float64 {
 // StepReport is what Pretrain tells its observer after each step.
 type StepReport struct {
 	Step    int           `json:"step"`
-	Loss    float64       `json:"loss"` // mean cross-entropy per token, nats
+	Loss    float64       `json:"loss"` // weighted cross-entropy per token, nats
 	LR      float64       `json:"lr"`
 	Tokens  int           `json:"tokens"`
 	Elapsed time.Duration `json:"elapsed"`
@@ -117,7 +125,15 @@ func Pretrain(ctx context.Context, cfg PretrainConfig, threads int, observe func
 				return nil, err
 			}
 			seq := append([]int{engine.BOS}, ids...)
-			batch[i] = engine.Example{Input: seq[:len(seq)-1], Targets: seq[1:]}
+			w := make([]float64, len(seq)-1)
+			answerFrom := len(p.Prompt()) + 1 // seq index of the space after '?'
+			for j := range w {
+				w[j] = cfg.PromptWeight
+				if j+1 >= answerFrom {
+					w[j] = 1
+				}
+			}
+			batch[i] = engine.Example{Input: seq[:len(seq)-1], Targets: seq[1:], Weights: w}
 			ntok += len(seq) - 1
 		}
 		out, err := tr.ForwardBackward(ctx, batch, engine.LossSpec{Name: engine.CrossEntropy})

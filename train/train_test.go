@@ -1,0 +1,118 @@
+package train
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tandemrl/tandem/engine"
+	"github.com/tandemrl/tandem/engine/safetensors"
+	"github.com/tandemrl/tandem/runlog"
+)
+
+func TestParseConfigErrorsNameTheProblem(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ in, want string }{
+		{`{"rl": {"max_stalenes": 2}}`, `unknown key "max_stalenes"`},
+		{`{"rl": {"max_staleness": "two"}}`, `field "rl.max_staleness": got a JSON string, want int`},
+		{`{"rl": {"max_staleness": -1}}`, "MaxStaleness"},
+		{`{"rl": {"group_size": 0}}`, "GroupSize"},
+		{`{"rl": {"stale_policy": "sometimes"}}`, "StalePolicy"},
+		{`{"rl": {"groups_per_batch": 8, "buffer_limit": 4}}`, "BufferLimit"},
+		{"{\n  \"name\": \"x\",\n  \"steps\" 3\n}", "config line 3"},
+		{`{"task": "chess"}`, `task "chess" unknown`},
+		{`{"samplers": 100}`, "samplers 100"},
+		{`{"reward_plugin": {"weight": 1}}`, "exactly one of command and url"},
+		{`{"lora": {"rank": 0, "train_attn": true}}`, "rank 0"},
+		{`{} {}`, "extra data"},
+	} {
+		_, err := ParseConfig([]byte(tc.in))
+		require.Error(t, err, tc.in)
+		assert.Contains(t, err.Error(), tc.want, tc.in)
+	}
+	c, err := ParseConfig([]byte(`{"rl": {"max_staleness": 0, "steps": 3}}`))
+	require.NoError(t, err)
+	assert.Equal(t, 0, c.RL.MaxStaleness, "an explicit zero overrides the default")
+	assert.Equal(t, 3, c.RL.Steps)
+	assert.Equal(t, DefaultConfig().RL.GroupsPerBatch, c.RL.GroupsPerBatch)
+}
+
+func FuzzParseConfig(f *testing.F) {
+	f.Add([]byte(`{"rl": {"max_staleness": 1}}`))
+	f.Add([]byte(`{"name": "x", "rl": {"steps": 2, "loss": {"loss_fn": "ppo"}}}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		c, err := ParseConfig(b)
+		if err == nil {
+			require.NoError(t, c.Validate())
+		}
+	})
+}
+
+// tinyBase writes a small random base model to a temp file.
+func tinyBase(t *testing.T) string {
+	t.Helper()
+	cfg := engine.Config{Vocab: engine.VocabSize, Dim: 16, Layers: 1, Heads: 2, Hidden: 32, Context: 48}
+	m, err := engine.NewModel[float32](cfg, 3)
+	require.NoError(t, err)
+	path := filepath.Join(t.TempDir(), "tiny.safetensors")
+	require.NoError(t, engine.SaveBase(path, m, safetensors.F32))
+	return path
+}
+
+func TestRunWritesTheRunFolder(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.BaseModel = tinyBase(t)
+	cfg.Dir = t.TempDir()
+	cfg.RL.GroupsPerBatch, cfg.RL.GroupSize, cfg.RL.Steps, cfg.RL.SaveEvery = 2, 4, 4, 2
+	cfg.RL.Sampling.MaxTokens = 6
+	cfg.EvalEvery, cfg.EvalProblems = 2, 5
+	var logs []string
+	sum, err := Run(context.Background(), cfg, Hooks{Log: func(m string) { logs = append(logs, m) }})
+	require.NoError(t, err)
+	assert.Equal(t, 4, sum.Steps)
+	assert.LessOrEqual(t, sum.MaxStalenessSeen, cfg.RL.MaxStaleness)
+	require.Len(t, sum.Evals, 2)
+	assert.Equal(t, 4, sum.Evals[1].Step)
+	assert.Equal(t, sum.Evals[1].Accuracy, sum.FinalAccuracy)
+	assert.Equal(t, 5, sum.HeldOutProblems)
+
+	recs, err := runlog.ReadMetricsFile(filepath.Join(sum.Dir, runlog.MetricsFile))
+	require.NoError(t, err)
+	assert.Len(t, recs, 4)
+	for _, f := range []string{"config.json", "summary.json", "plots/reward.png", "plots/staleness.svg", "plots/throughput.png"} {
+		_, err := os.Stat(filepath.Join(sum.Dir, f))
+		assert.NoError(t, err, f)
+	}
+	// Periodic and final checkpoints.
+	for _, p := range []string{"arith-grpo/weights/arith-grpo-step-000002", "arith-grpo/weights/final", "arith-grpo/sampler_weights/final"} {
+		_, err := os.Stat(filepath.Join(sum.Dir, "checkpoints", p, "manifest.json"))
+		assert.NoError(t, err, p)
+	}
+	assert.Equal(t, filepath.Join(sum.Dir, "checkpoints/arith-grpo/sampler_weights/final"), sum.Checkpoint)
+
+	// A second run with the same name gets its own folder.
+	sum2, err := Run(context.Background(), cfg, Hooks{})
+	require.NoError(t, err)
+	assert.Equal(t, sum.Dir+"-2", sum2.Dir)
+}
+
+func TestRunKeepsCheckpointWhenRewardPluginFails(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.BaseModel = tinyBase(t)
+	cfg.Dir = t.TempDir()
+	cfg.RL.GroupsPerBatch, cfg.RL.GroupSize, cfg.RL.Steps = 2, 2, 3
+	cfg.RL.Sampling.MaxTokens = 4
+	cfg.RL.FailureLimit = 3
+	cfg.RewardPlugin = &PluginConfig{Command: []string{"sh", "-c", "read line; echo 'not json'; exit 1"}, Weight: 1}
+	sum, err := Run(context.Background(), cfg, Hooks{})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "run folder")
+	_, serr := os.Stat(filepath.Join(sum.Dir, "checkpoints", "arith-grpo", "weights", "final", "manifest.json"))
+	assert.NoError(t, serr, "the last completed step's state is kept")
+	_, serr = os.Stat(filepath.Join(sum.Dir, "summary.json"))
+	assert.NoError(t, serr)
+}
