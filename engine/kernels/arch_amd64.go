@@ -29,6 +29,9 @@ func dgemmKernel12x16(k int, a *float64, rsa, csa int, b *float64, ldb int, c *f
 func sdotKernel3x4(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, alpha float32, beta float32)
 
 //go:noescape
+func ddotKernel3x4(k int, a *float64, lda int, b *float64, ldb int, c *float64, ldc int, alpha float64, beta float64)
+
+//go:noescape
 func sdotKernel4x4AVX512(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, alpha float32, beta float32)
 
 //go:noescape
@@ -86,6 +89,14 @@ func avx2SdotTile(k int, a []float32, lda int, b []float32, ldb int, c []float32
 	sdotKernel3x4(k, &a[0], lda, &b[0], ldb, &c[0], ldc, alpha, beta)
 }
 
+// avx2DdotTile is the float64 dotKernel for 3 rows of A against 4 rows of B.
+func avx2DdotTile(k int, a []float64, lda int, b []float64, ldb int, c []float64, ldc int, alpha, beta float64) {
+	_ = a[2*lda+k-1]
+	_ = b[3*ldb+k-1]
+	_ = c[2*ldc+3]
+	ddotKernel3x4(k, &a[0], lda, &b[0], ldb, &c[0], ldc, alpha, beta)
+}
+
 // avx512SdotTile is the dotKernel for 4 rows of A against 4 rows of B.
 func avx512SdotTile(k int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int, alpha, beta float32) {
 	_ = a[3*lda+k-1]
@@ -137,6 +148,7 @@ var (
 		name: "avx2-6x8", mr: 6, nr: 8, kernel: avx2Dgemm,
 		kc: 256, mc: 96, chunk: 32,
 		packBMinRows: 24, packAMinPanels: never, packATransMinPanels: 1,
+		dot:      &dotImpl[float64]{mr: 3, nr: 4, kernel: avx2DdotTile, maxRows: 24, chunk: 16},
 		swapMaxN: 8,
 		pool:     new(sync.Pool),
 	}
@@ -152,6 +164,7 @@ var (
 		name: "avx512-12x16", mr: 12, nr: 16, kernel: avx512Dgemm,
 		kc: 256, mc: 96, chunk: 16,
 		packBMinRows: 24, packAMinPanels: never, packATransMinPanels: 1,
+		dot:    avx2DgemmImpl.dot,
 		narrow: avx2DgemmImpl, narrowMaxN: 8, swapMaxN: 8,
 		pool: new(sync.Pool),
 	}

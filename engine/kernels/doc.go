@@ -19,9 +19,10 @@
 // One implementation is chosen at start-up from the CPU:
 //
 //   - avx512-12x32 (float64: avx512-12x16): AVX-512F micro-kernels holding a
-//     12×32 tile of C in 24 ZMM registers, and a 4×4 float32 dot-product tile;
+//     12×32 tile of C in 24 ZMM registers, and a 4×4 float32 dot-product tile
+//     (float64 uses the AVX2 one);
 //   - avx2-6x16 (float64: avx2-6x8): AVX2+FMA micro-kernels holding a 6×16
-//     tile in 12 YMM registers, and a 3×4 float32 dot-product tile;
+//     tile in 12 YMM registers, and a 3×4 dot-product tile;
 //   - go4x4: a portable Go micro-kernel (other architectures, the purego
 //     build tag, or TANDEM_KERNELS=purego in the environment).
 //
@@ -37,7 +38,7 @@
 // its columns at stride lda would thrash a few L1 sets. Three shapes take
 // other routes:
 //
-//   - float32 A·Bᵀ with at most 24 rows (the sampling step) runs as tiles of
+//   - A·Bᵀ with at most 24 rows (the sampling step) runs as tiles of
 //     dot products over the contiguous rows of A and B, with no packing;
 //   - a transposed A with n <= 16 and m >= 4n is computed as
 //     Cᵀ = op(B)ᵀ·op(A)ᵀ and transposed back, so that only a few rows are
@@ -53,12 +54,12 @@
 // the same micro-kernel, in which each element of C accumulates its products
 // in its own register lane in the order p = 0, 1, …, k-1, one depth pass of
 // kc = 256 at a time: C = alpha·s₀ + beta·C, then C = alpha·sᵢ + C for the
-// later passes. On the dot-product route each element sums in 16 (AVX-512)
-// or 8 (AVX2) lanes, each lane in order, then in a fixed reduction tree.
-// Which route runs depends on the shape only. Results do differ, in the last
-// bits, between implementations (AVX-512, AVX2 and Go round differently: FMA
-// versus separate multiply and add, lane counts); on one machine they are
-// reproducible.
+// later passes. On the dot-product route each element sums in 16 (AVX-512
+// float32), 8 (AVX2 float32) or 4 (float64) lanes, each lane in order, then
+// in a fixed reduction tree. Which route runs depends on the shape only.
+// Results do differ, in the last bits, between implementations (AVX-512, AVX2
+// and Go round differently: FMA versus separate multiply and add, lane
+// counts); on one machine they are reproducible.
 //
 // Sdot and Ddot sum in an order fixed by the length: lane-wise partial sums,
 // a fixed reduction tree, then the tail in order.

@@ -159,3 +159,155 @@ dotstore2:
 	VMOVUPS     X0, (DX)
 	VZEROUPPER
 	RET
+
+// Masks for the last, partial group of four float64: 32 bytes at offset
+// 8·(4-r) give r lanes of ones followed by zeros.
+DATA ddotMask<>+0(SB)/8, $0xffffffffffffffff
+DATA ddotMask<>+8(SB)/8, $0xffffffffffffffff
+DATA ddotMask<>+16(SB)/8, $0xffffffffffffffff
+DATA ddotMask<>+24(SB)/8, $0xffffffffffffffff
+DATA ddotMask<>+32(SB)/8, $0
+DATA ddotMask<>+40(SB)/8, $0
+DATA ddotMask<>+48(SB)/8, $0
+DATA ddotMask<>+56(SB)/8, $0
+GLOBL ddotMask<>(SB), RODATA|NOPTR, $64
+
+#define DDOTSTEP(A0, A1, A2) \
+	VMOVUPD     (DI)(AX*1), Y3; \
+	VFMADD231PD Y3, A0, Y4;     \
+	VFMADD231PD Y3, A1, Y8;     \
+	VFMADD231PD Y3, A2, Y12;    \
+	VMOVUPD     (R12)(AX*1), Y3; \
+	VFMADD231PD Y3, A0, Y5;     \
+	VFMADD231PD Y3, A1, Y9;     \
+	VFMADD231PD Y3, A2, Y13;    \
+	VMOVUPD     (R13)(AX*1), Y3; \
+	VFMADD231PD Y3, A0, Y6;     \
+	VFMADD231PD Y3, A1, Y10;    \
+	VFMADD231PD Y3, A2, Y14;    \
+	VMOVUPD     (BX)(AX*1), Y3; \
+	VFMADD231PD Y3, A0, Y7;     \
+	VFMADD231PD Y3, A1, Y11;    \
+	VFMADD231PD Y3, A2, Y15
+
+// Reduce the four accumulators of one row to Y0 = (Σ acc0, …, Σ acc3):
+// pairs within each 128-bit half, then the two halves of each pair.
+#define DDOTREDUCE(R0, R1, R2, R3) \
+	VHADDPD    R1, R0, Y0;      \
+	VHADDPD    R3, R2, Y1;      \
+	VPERM2F128 $0x20, Y1, Y0, Y2; \
+	VPERM2F128 $0x31, Y1, Y0, Y3; \
+	VADDPD     Y3, Y2, Y0
+
+// func ddotKernel3x4(k int, a *float64, lda int, b *float64, ldb int, c *float64, ldc int, alpha float64, beta float64)
+//
+// The float64 twin of sdotKernel3x4: lanes of four, Y2 and Y3 are scratch in
+// the reduction, so alpha and beta are broadcast afresh for each row.
+TEXT ·ddotKernel3x4(SB), NOSPLIT, $0-72
+	MOVQ   k+0(FP), CX
+	MOVQ   a+8(FP), SI
+	MOVQ   lda+16(FP), R8
+	SHLQ   $3, R8
+	LEAQ   (SI)(R8*1), R10
+	LEAQ   (R10)(R8*1), R11
+	MOVQ   b+24(FP), DI
+	MOVQ   ldb+32(FP), R9
+	SHLQ   $3, R9
+	LEAQ   (DI)(R9*1), R12
+	LEAQ   (R12)(R9*1), R13
+	LEAQ   (R13)(R9*1), BX
+	XORQ   AX, AX
+	VXORPD Y4, Y4, Y4
+	VXORPD Y5, Y5, Y5
+	VXORPD Y6, Y6, Y6
+	VXORPD Y7, Y7, Y7
+	VXORPD Y8, Y8, Y8
+	VXORPD Y9, Y9, Y9
+	VXORPD Y10, Y10, Y10
+	VXORPD Y11, Y11, Y11
+	VXORPD Y12, Y12, Y12
+	VXORPD Y13, Y13, Y13
+	VXORPD Y14, Y14, Y14
+	VXORPD Y15, Y15, Y15
+
+ddot4x:
+	CMPQ    CX, $4
+	JL      ddottail
+	VMOVUPD (SI)(AX*1), Y0
+	VMOVUPD (R10)(AX*1), Y1
+	VMOVUPD (R11)(AX*1), Y2
+	DDOTSTEP(Y0, Y1, Y2)
+	ADDQ    $32, AX
+	SUBQ    $4, CX
+	JMP     ddot4x
+
+ddottail:
+	TESTQ      CX, CX
+	JZ         ddotreduce
+	LEAQ       ddotMask<>(SB), DX
+	NEGQ       CX
+	LEAQ       32(DX)(CX*8), DX
+	VMOVUPD    (DX), Y3
+	VMASKMOVPD (SI)(AX*1), Y3, Y0
+	VMASKMOVPD (R10)(AX*1), Y3, Y1
+	VMASKMOVPD (R11)(AX*1), Y3, Y2
+	VMASKMOVPD  (DI)(AX*1), Y3, Y3
+	VFMADD231PD Y3, Y0, Y4
+	VFMADD231PD Y3, Y1, Y8
+	VFMADD231PD Y3, Y2, Y12
+	VMOVUPD     (DX), Y3
+	VMASKMOVPD  (R12)(AX*1), Y3, Y3
+	VFMADD231PD Y3, Y0, Y5
+	VFMADD231PD Y3, Y1, Y9
+	VFMADD231PD Y3, Y2, Y13
+	VMOVUPD     (DX), Y3
+	VMASKMOVPD  (R13)(AX*1), Y3, Y3
+	VFMADD231PD Y3, Y0, Y6
+	VFMADD231PD Y3, Y1, Y10
+	VFMADD231PD Y3, Y2, Y14
+	VMOVUPD     (DX), Y3
+	VMASKMOVPD  (BX)(AX*1), Y3, Y3
+	VFMADD231PD Y3, Y0, Y7
+	VFMADD231PD Y3, Y1, Y11
+	VFMADD231PD Y3, Y2, Y15
+
+ddotreduce:
+	MOVQ c+40(FP), DX
+	MOVQ ldc+48(FP), R9
+	SHLQ $3, R9
+	MOVQ beta+64(FP), CX
+	SHLQ $1, CX
+
+	DDOTREDUCE(Y4, Y5, Y6, Y7)
+	VBROADCASTSD alpha+56(FP), Y1
+	VMULPD       Y1, Y0, Y0
+	TESTQ        CX, CX
+	JZ           ddotstore0
+	VBROADCASTSD beta+64(FP), Y1
+	VFMADD231PD  (DX), Y1, Y0
+ddotstore0:
+	VMOVUPD      Y0, (DX)
+	ADDQ         R9, DX
+
+	DDOTREDUCE(Y8, Y9, Y10, Y11)
+	VBROADCASTSD alpha+56(FP), Y1
+	VMULPD       Y1, Y0, Y0
+	TESTQ        CX, CX
+	JZ           ddotstore1
+	VBROADCASTSD beta+64(FP), Y1
+	VFMADD231PD  (DX), Y1, Y0
+ddotstore1:
+	VMOVUPD      Y0, (DX)
+	ADDQ         R9, DX
+
+	DDOTREDUCE(Y12, Y13, Y14, Y15)
+	VBROADCASTSD alpha+56(FP), Y1
+	VMULPD       Y1, Y0, Y0
+	TESTQ        CX, CX
+	JZ           ddotstore2
+	VBROADCASTSD beta+64(FP), Y1
+	VFMADD231PD  (DX), Y1, Y0
+ddotstore2:
+	VMOVUPD      Y0, (DX)
+	VZEROUPPER
+	RET
