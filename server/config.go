@@ -73,6 +73,10 @@ type Config struct {
 	// DefaultMaxTokens is used when a sample request has no max_tokens;
 	// default 128.
 	DefaultMaxTokens int `json:"default_max_tokens"`
+	// VersionWait bounds how long a sample request with min_policy_version
+	// (a tandem extension) waits for a new enough version to be published;
+	// default 60 s.
+	VersionWait time.Duration `json:"version_wait"`
 }
 
 // DefaultConfig returns a Config with every default filled and no API key.
@@ -121,6 +125,9 @@ func (c Config) withDefaults() Config {
 	if c.DefaultMaxTokens == 0 {
 		c.DefaultMaxTokens = 128
 	}
+	if c.VersionWait == 0 {
+		c.VersionWait = time.Minute
+	}
 	return c
 }
 
@@ -166,6 +173,7 @@ func (c Config) Validate() error {
 		{"max_samplers", int64(c.MaxSamplers)}, {"session_ttl", int64(c.SessionTTL)},
 		{"future_ttl", int64(c.FutureTTL)}, {"seq_wait", int64(c.SeqWait)},
 		{"poll_wait", int64(c.PollWait)}, {"default_max_tokens", int64(c.DefaultMaxTokens)},
+		{"version_wait", int64(c.VersionWait)},
 	}
 	for _, p := range pos {
 		if p.v < 0 {

@@ -130,6 +130,9 @@ func (s *Server) asample(ctx context.Context, owner string, body []byte) (any, e
 	} else if t, err = s.target(ctx, owner, req.ModelPath, req.BaseModel); err != nil {
 		return nil, err
 	}
+	if req.MinPolicyVersion != nil && *req.MinPolicyVersion > 0 && t.ref == nil {
+		return nil, userErr(http.StatusBadRequest, "field min_policy_version: %d, but this call samples the base model %s (version 0); sample a sampler checkpoint (model_path) instead", *req.MinPolicyVersion, t.base)
+	}
 	params := req.SamplingParams.ToRL(s.cfg.DefaultMaxTokens)
 	spec, _ := s.modelSpec(t.base)
 	prompt := req.Prompt.AllTokens()
@@ -154,6 +157,13 @@ func (s *Server) asample(ctx context.Context, owner string, body []byte) (any, e
 		s.mu.Unlock()
 	}
 	s.goOwned(func() {
+		if req.MinPolicyVersion != nil {
+			var err error
+			if t, err = s.atLeast(s.ctx, owner, t, policy.Version(*req.MinPolicyVersion)); err != nil {
+				s.futures.fail(f, wire.ErrorCategoryUser, err.Error())
+				return
+			}
+		}
 		smp, err := s.samplerFor(s.ctx, t)
 		if err != nil {
 			s.futures.fail(f, wire.ErrorCategoryServer, fmt.Sprintf("load sampler for %s: %v", t.key, err))
@@ -228,4 +238,66 @@ func (s *Server) evictSamplersLocked() {
 		}
 		delete(s.samplers, oldest)
 	}
+}
+
+// versionPoll is how often atLeast looks for a newly published version.
+const versionPoll = 25 * time.Millisecond
+
+// atLeast returns t if it serves version min or newer, else the newest
+// sampler checkpoint of t's run with a version ≥ min, waiting up to
+// VersionWait for the trainer (perhaps another process sharing the store)
+// to publish one.
+func (s *Server) atLeast(ctx context.Context, owner string, t samplerTarget, min policy.Version) (samplerTarget, error) {
+	if t.ref == nil || t.ref.Version >= min {
+		return t, nil
+	}
+	run := t.ref.Run
+	if p, err := wire.ParseTinkerPath(t.key); err == nil {
+		run = p.Run
+	}
+	deadline := time.NewTimer(s.cfg.VersionWait)
+	defer deadline.Stop()
+	tick := time.NewTicker(versionPoll)
+	defer tick.Stop()
+	for {
+		if ck, ok := s.newestSampler(ctx, owner, run); ok && ck.Ref.Version >= min {
+			return targetOf(ck), nil
+		}
+		select {
+		case <-tick.C:
+		case <-deadline.C:
+			return t, fmt.Errorf("min_policy_version %d: run %s published no sampler checkpoint that new within %v (it serves version %d)", min, run, s.cfg.VersionWait, t.ref.Version)
+		case <-ctx.Done():
+			return t, context.Cause(ctx)
+		}
+	}
+}
+
+// newestSampler finds owner's sampler checkpoint of run with the highest
+// version, among this server's saves and the CheckpointStore's.
+func (s *Server) newestSampler(ctx context.Context, owner, run string) (Checkpoint, bool) {
+	var (
+		best Checkpoint
+		ok   bool
+	)
+	consider := func(ck Checkpoint) {
+		if ck.Path.Kind == wire.KindSamplerWeights && ck.Path.Run == run && (!ok || ck.Ref.Version > best.Ref.Version) {
+			best, ok = ck, true
+		}
+	}
+	s.mu.Lock()
+	for _, oc := range s.ckpts {
+		if oc.owner == owner {
+			consider(oc.Checkpoint)
+		}
+	}
+	s.mu.Unlock()
+	if s.store != nil {
+		if cks, err := s.store.List(ctx, owner, run); err == nil {
+			for _, ck := range cks {
+				consider(ck)
+			}
+		}
+	}
+	return best, ok
 }

@@ -409,6 +409,12 @@ type SampleRequest struct {
 	SeqID              *int64         `json:"seq_id,omitempty"`
 	PromptLogprobs     bool           `json:"prompt_logprobs,omitempty"`
 	TopKPromptLogprobs int            `json:"topk_prompt_logprobs,omitempty"`
+	// MinPolicyVersion is a tandem extension (other servers ignore it): the
+	// oldest adapter version the caller accepts. A tandem server answers
+	// from the newest sampler checkpoint of the same run whose version is
+	// at least this, waiting a bounded time for the trainer to publish one.
+	// The version served comes back in SampleResponse.PolicyVersion.
+	MinPolicyVersion *int64 `json:"min_policy_version,omitempty"`
 }
 
 // MaxNumSamples bounds num_samples in one request.
@@ -477,6 +483,12 @@ func DecodeSampleRequest(b []byte) (SampleRequest, error) {
 		return r, fieldErr(o.at("topk_prompt_logprobs"), "%d out of range; want 0 to 1024", k)
 	}
 	r.TopKPromptLogprobs = int(k)
+	if r.MinPolicyVersion, err = o.optInt("min_policy_version"); err != nil {
+		return r, err
+	}
+	if r.MinPolicyVersion != nil && *r.MinPolicyVersion < 0 {
+		return r, fieldErr(o.at("min_policy_version"), "%d is negative; want a policy version ≥ 0", *r.MinPolicyVersion)
+	}
 	return r, nil
 }
 

@@ -1,0 +1,93 @@
+package server_test
+
+import (
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tandemrl/tandem/server"
+	"github.com/tandemrl/tandem/server/servertest"
+	"github.com/tandemrl/tandem/wire"
+)
+
+// step applies one forward_backward + optim_step and saves the result for
+// samplers as "v<version>", returning its path.
+func (h *harness) step(model string, seq *int, version int) string {
+	h.t.Helper()
+	h.ok(keyA, h.submit(keyA, "forward_backward", fwdBwd(model, *seq, 1, 2)))
+	h.ok(keyA, h.submit(keyA, "optim_step", optim(model, *seq+1, 0.1)))
+	id := h.submit(keyA, "save_weights_for_sampler", fmt.Sprintf(`{"model_id":%q,"path":"v%d","seq_id":%d}`, model, version, *seq+2))
+	*seq += 3
+	pr, err := wire.DecodePathResponse(h.ok(keyA, id), true)
+	require.NoError(h.t, err)
+	return pr.Path
+}
+
+func sampleBody(session string, seq int, min *int) string {
+	extra := ""
+	if min != nil {
+		extra = fmt.Sprintf(`,"min_policy_version":%d`, *min)
+	}
+	return fmt.Sprintf(`{"sampling_session_id":%q,"seq_id":%d,"num_samples":1,"prompt":{"chunks":[{"tokens":[1,2]}]},"sampling_params":{"max_tokens":2,"seed":1}%s}`, session, seq, extra)
+}
+
+func servedVersion(t *testing.T, raw []byte) int64 {
+	t.Helper()
+	sr, err := wire.DecodeSampleResponse(raw)
+	require.NoError(t, err)
+	require.NotNil(t, sr.PolicyVersion)
+	return *sr.PolicyVersion
+}
+
+// TestMinPolicyVersion covers the tandem extension: a session bound to
+// version 1 answers a request for ≥ 2 from the newest published version of
+// the same run, waits for one that is not published yet, and fails clearly
+// when none comes in time or when the session samples the base model.
+func TestMinPolicyVersion(t *testing.T) {
+	h := newHarnessWith(t, func(c *server.Config) { c.VersionWait = 2 * time.Second }, func(o *server.Options) { o.Store = &servertest.Store{} })
+	sess := h.session(keyA)
+	model := h.model(keyA, sess, 0)
+	seq := 1
+	v1 := h.step(model, &seq, 1)
+	ss, err := wire.DecodeCreateSamplingSessionResponse(h.post(keyA, "create_sampling_session",
+		fmt.Sprintf(`{"session_id":%q,"sampling_session_seq_id":0,"model_path":%q}`, sess, v1)))
+	require.NoError(t, err)
+	sid := ss.SamplingSessionID
+	n := func(v int) *int { return &v }
+
+	assert.Equal(t, int64(1), servedVersion(t, h.ok(keyA, h.submit(keyA, "asample", sampleBody(sid, 0, nil)))))
+	assert.Equal(t, int64(1), servedVersion(t, h.ok(keyA, h.submit(keyA, "asample", sampleBody(sid, 1, n(1))))), "the session's version is new enough")
+
+	h.step(model, &seq, 2)
+	h.step(model, &seq, 3)
+	assert.Equal(t, int64(3), servedVersion(t, h.ok(keyA, h.submit(keyA, "asample", sampleBody(sid, 2, n(2))))), "the newest version ≥ 2")
+	assert.Equal(t, int64(1), servedVersion(t, h.ok(keyA, h.submit(keyA, "asample", sampleBody(sid, 3, nil)))), "without the field the session's version")
+
+	// Version 4 is published while the request waits.
+	pending := h.submit(keyA, "asample", sampleBody(sid, 4, n(4)))
+	time.Sleep(100 * time.Millisecond)
+	h.step(model, &seq, 4)
+	assert.Equal(t, int64(4), servedVersion(t, h.ok(keyA, pending)))
+
+	// Version 9 never comes.
+	r := h.result(keyA, h.submit(keyA, "asample", sampleBody(sid, 5, n(9))))
+	require.NotNil(t, r.Failed)
+	assert.Contains(t, r.Failed.Error, "min_policy_version 9")
+	assert.Equal(t, wire.ErrorCategoryUser, r.Failed.Category)
+
+	// The base model has only version 0.
+	baseSess, err := wire.DecodeCreateSamplingSessionResponse(h.post(keyA, "create_sampling_session",
+		fmt.Sprintf(`{"session_id":%q,"sampling_session_seq_id":1,"base_model":%q}`, sess, base)))
+	require.NoError(t, err)
+	status, body := h.call(keyA, http.MethodPost, "asample", sampleBody(baseSess.SamplingSessionID, 0, n(1)))
+	assert.Equal(t, http.StatusBadRequest, status)
+	assert.Contains(t, string(body), "min_policy_version")
+
+	status, body = h.call(keyA, http.MethodPost, "asample", sampleBody(sid, 6, n(-1)))
+	assert.Equal(t, http.StatusBadRequest, status)
+	assert.Contains(t, string(body), "negative")
+}
