@@ -95,8 +95,24 @@ func (s *Sampler) next(ctx context.Context) (session string, seq int64, v policy
 }
 
 // Sample draws n completions of prompt (POST asample, then polls). The
-// output's Version is the version of the adapter the session serves.
+// output's Version is the version the server reports having sampled from
+// (policy_version, a tandem extension), or else the version of the adapter
+// the session serves.
 func (s *Sampler) Sample(ctx context.Context, prompt rl.ModelInput, n int, p rl.SamplingParams) (rl.SampleOutput, error) {
+	return s.sample(ctx, prompt, n, p, nil)
+}
+
+// SampleAtLeast is Sample asking for version min or newer (the tandem
+// extension min_policy_version): a tandem server samples from the newest
+// sampler checkpoint of the loaded adapter's run that is at least min,
+// waiting a bounded time for it to be published. Servers that do not know
+// the field ignore it, so check the output's Version when it matters.
+func (s *Sampler) SampleAtLeast(ctx context.Context, prompt rl.ModelInput, n int, p rl.SamplingParams, min policy.Version) (rl.SampleOutput, error) {
+	m := int64(min)
+	return s.sample(ctx, prompt, n, p, &m)
+}
+
+func (s *Sampler) sample(ctx context.Context, prompt rl.ModelInput, n int, p rl.SamplingParams, min *int64) (rl.SampleOutput, error) {
 	params, err := wire.SamplingParamsFromRL(p)
 	if err != nil {
 		return rl.SampleOutput{}, err
@@ -109,7 +125,7 @@ func (s *Sampler) Sample(ctx context.Context, prompt rl.ModelInput, n int, p rl.
 		if err != nil {
 			return rl.SampleOutput{}, err
 		}
-		req := wire.SampleRequest{SamplingSessionID: session, SeqID: &seq, NumSamples: n, Prompt: prompt, SamplingParams: params}
+		req := wire.SampleRequest{SamplingSessionID: session, SeqID: &seq, NumSamples: n, Prompt: prompt, SamplingParams: params, MinPolicyVersion: min}
 		id, err := s.c.submit(ctx, "asample", req, map[string]string{"X-Tinker-Sampling-Backpressure": "1"})
 		if err != nil {
 			return rl.SampleOutput{}, fmt.Errorf("tinker: sample: %w", err)
@@ -124,6 +140,9 @@ func (s *Sampler) Sample(ctx context.Context, prompt rl.ModelInput, n int, p rl.
 		r, err := wire.DecodeSampleResponse(raw)
 		if err != nil {
 			return rl.SampleOutput{}, fmt.Errorf("tinker: sample result: %w", err)
+		}
+		if r.PolicyVersion != nil {
+			v = policy.Version(*r.PolicyVersion)
 		}
 		out := rl.SampleOutput{Version: v, Sequences: make([]rl.Sequence, len(r.Sequences))}
 		for i, sq := range r.Sequences {
