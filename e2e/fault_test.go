@@ -29,8 +29,8 @@ type kill struct {
 }
 
 // TestRemoteLoopSurvivesKills runs the loop against a trainer process and
-// a sampler process and SIGKILLs each of them mid-run (the sampler twice,
-// the trainer twice), restarting each on the same store. The run must
+// a sampler process and SIGKILLs each of them mid-run (three times each,
+// alternating), restarting each on the same store. The run must
 // complete all its steps; the trainer's persisted step log must show every
 // seq_id applied once per model, versions strictly consecutive, each
 // restarted model resumed by load_weights from a saved state, and a
@@ -60,7 +60,7 @@ func TestRemoteLoopSurvivesKills(t *testing.T) {
 	require.NoError(t, err)
 	defer smp.Close()
 
-	plan := []kill{{3, "sampler"}, {7, "trainer"}, {11, "sampler"}, {14, "trainer"}}
+	plan := []kill{{2, "sampler"}, {5, "trainer"}, {8, "sampler"}, {10, "trainer"}, {13, "sampler"}, {16, "trainer"}}
 	var (
 		wg       sync.WaitGroup
 		killed   = map[string]int{}

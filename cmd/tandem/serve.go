@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"time"
 
 	"github.com/tandemrl/tandem/basemodel"
 	"github.com/tandemrl/tandem/checkpoint"
@@ -37,8 +38,13 @@ type serveFlags struct {
 	listen, role, store, apiKey, base, baseName string
 	threads, samplerThreads                     int
 	allowRemote                                 bool
-	maxInFlight                                 int
+	maxInFlight, keepVersions                   int
 }
+
+// staleTemp is how old a checkpoint's temporary folder (a write cut short
+// by a crash) must be before serve removes it at start: younger ones may
+// belong to another process still writing into the shared store.
+const staleTemp = 10 * time.Minute
 
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("serve", stderr)
@@ -53,6 +59,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.StringVar(&f.base, "base", "", "base weights file (default: the shipped model)")
 	fs.StringVar(&f.baseName, "base-name", "", "name clients use for the base model (default: "+basemodel.Name+", or the -base file's name)")
 	fs.IntVar(&f.maxInFlight, "max-in-flight", 0, "unfinished calls beyond which the server answers 429 (default 256)")
+	fs.IntVar(&f.keepVersions, "keep-versions", 0, "adapter versions kept loaded for sampling (default 16; keep at least max staleness + 1; an evicted version is reloaded from the store when asked for again)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -65,7 +72,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := checkListen(f.listen, f.allowRemote); err != nil {
 		return err
 	}
-	srv, log, err := newServer(f)
+	srv, log, err := newServer(ctx, f, stderr)
 	if err != nil {
 		return err
 	}
@@ -99,7 +106,7 @@ func isLoopback(host string) bool {
 
 // newServer loads the base model, opens the store and its step log, and
 // builds the server; the caller closes the step log after serving.
-func newServer(f serveFlags) (*server.Server, *steplog.Writer, error) {
+func newServer(ctx context.Context, f serveFlags, stderr io.Writer) (*server.Server, *steplog.Writer, error) {
 	var (
 		base *engine.Model[float32]
 		err  error
@@ -125,6 +132,11 @@ func newServer(f serveFlags) (*server.Server, *steplog.Writer, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("serve: store: %w", err)
 	}
+	if n, err := st.Clean(ctx, staleTemp); err != nil {
+		fmt.Fprintf(stderr, "tandem serve: cleaning %s: %v\n", f.store, err)
+	} else if n > 0 {
+		fmt.Fprintf(stderr, "tandem serve: removed %d unfinished checkpoint write(s) older than %v from %s\n", n, staleTemp, f.store)
+	}
 	if f.threads < 1 {
 		return nil, nil, usagef("serve: -threads %d: want at least 1", f.threads)
 	}
@@ -138,7 +150,7 @@ func newServer(f serveFlags) (*server.Server, *steplog.Writer, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("serve: %w", err)
 	}
-	cfg := server.Config{Addr: f.listen, Role: server.Role(f.role), APIKeys: []string{f.apiKey}, Models: be.Models(), MaxInFlight: f.maxInFlight}
+	cfg := server.Config{Addr: f.listen, Role: server.Role(f.role), APIKeys: []string{f.apiKey}, Models: be.Models(), MaxInFlight: f.maxInFlight, MaxSamplers: f.keepVersions}
 	if err := cfg.Validate(); err != nil {
 		return nil, nil, usagef("serve: %v", err)
 	}

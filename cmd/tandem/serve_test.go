@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -59,6 +60,13 @@ func TestServeAnswersAndShutsDown(t *testing.T) {
 	const key = "test-key-123456"
 	t.Setenv(EnvAPIKey, key)
 	store := t.TempDir()
+	// A checkpoint write a crash cut short long ago, and one that may still
+	// be going on in another process.
+	stale, fresh := filepath.Join(store, ".tmp-crashed"), filepath.Join(store, ".tmp-writing")
+	require.NoError(t, os.MkdirAll(stale, 0o755))
+	require.NoError(t, os.MkdirAll(fresh, 0o755))
+	old := time.Now().Add(-2 * staleTemp)
+	require.NoError(t, os.Chtimes(stale, old, old))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	pr, pw := io.Pipe()
@@ -74,6 +82,8 @@ func TestServeAnswersAndShutsDown(t *testing.T) {
 	require.True(t, strings.HasPrefix(line, ListeningPrefix), line)
 	addr := strings.Fields(strings.TrimPrefix(line, ListeningPrefix))[0]
 	go func() { _, _ = io.Copy(io.Discard, pr) }()
+	assert.NoDirExists(t, stale, "serve removes stale temporary folders at start")
+	assert.DirExists(t, fresh, "but not recent ones")
 
 	get := func(path, key string) int {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+path, nil)
