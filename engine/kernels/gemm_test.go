@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -271,5 +272,49 @@ func TestSlabsDoNotChangeResults(t *testing.T) {
 				require.Equal(t, math.Float32bits(want[i*o.ldc+j]), math.Float32bits(got[i*o.ldc+j]), "%s: C[%d,%d]", im.name, i, j)
 			}
 		}
+	}
+}
+
+// TestGemmConcurrentCalls runs products from several goroutines at once, as
+// the engine's sampler and trainer do; shared scratch pools must not mix
+// them up.
+func TestGemmConcurrentCalls(t *testing.T) {
+	t.Parallel()
+	shapes := []shape{
+		{m: 40, n: 70, k: 300, padA: 1},
+		{tB: true, m: 8, n: 90, k: 130},
+		{tA: true, m: 33, n: 10, k: 200},
+		{tA: true, tB: true, m: 50, n: 40, k: 60, padC: 2},
+	}
+	rng := rand.New(rand.NewPCG(31, 32))
+	ops := make([]operands[float32], len(shapes))
+	want := make([][]float32, len(shapes))
+	for i, s := range shapes {
+		ops[i] = newOperands[float32](rng, s)
+		want[i] = slices.Clone(ops[i].c)
+		Par{}.Sgemm(s.tA, s.tB, s.m, s.n, s.k, 1, ops[i].a, ops[i].lda, ops[i].b, ops[i].ldb, 0.5, want[i], ops[i].ldc)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan string, 64)
+	for g := range 8 {
+		wg.Go(func() {
+			for rep := range 5 {
+				i := (g + rep) % len(shapes)
+				o, s := ops[i], shapes[i]
+				got := slices.Clone(o.c)
+				Par{Threads: 2}.Sgemm(s.tA, s.tB, s.m, s.n, s.k, 1, o.a, o.lda, o.b, o.ldb, 0.5, got, o.ldc)
+				for r := range s.m {
+					if !slices.Equal(got[r*o.ldc:r*o.ldc+s.n], want[i][r*o.ldc:r*o.ldc+s.n]) {
+						errs <- fmt.Sprintf("goroutine %d, shape %+v: row %d differs from the serial result", g, s, r)
+						return
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
 	}
 }
