@@ -1,6 +1,7 @@
 package kernels
 
 import (
+	"runtime"
 	"sync/atomic"
 	"testing"
 
@@ -80,4 +81,33 @@ func TestItemGrid(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestGemmUsesThreads checks that a large product really runs on several
+// goroutines at once, and a small one on the caller's alone.
+func TestGemmUsesThreads(t *testing.T) {
+	t.Parallel()
+	var running, peak atomic.Int32
+	im := *goSgemm
+	im.kernel = func(k int, a []float32, rsa, csa int, b []float32, ldb int, c []float32, ldc int, alpha, beta float32) {
+		n := running.Add(1)
+		for {
+			p := peak.Load()
+			if n <= p || peak.CompareAndSwap(p, n) {
+				break
+			}
+		}
+		goKernel4x4(k, a, rsa, csa, b, ldb, c, ldc, alpha, beta)
+		runtime.Gosched() // let the other goroutine overlap even on one CPU
+		running.Add(-1)
+	}
+	run := func(m, n, k, threads int) int32 {
+		peak.Store(0)
+		a, b, c := make([]float32, m*k), make([]float32, k*n), make([]float32, m*n)
+		gemm(&im, Par{Threads: threads}, false, false, m, n, k, 1, a, k, b, n, 0, c, n)
+		return peak.Load()
+	}
+	assert.Equal(t, int32(1), run(256, 256, 64, 1), "Threads 1")
+	assert.Equal(t, int32(1), run(16, 16, 16, 4), "a small product stays on the caller")
+	assert.Equal(t, int32(3), run(256, 256, 64, 3), "a 4M multiply-add product on 3 threads")
 }
