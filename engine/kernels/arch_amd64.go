@@ -10,8 +10,10 @@ import (
 	"golang.org/x/sys/cpu"
 )
 
-// Assembly kernels (gemm_amd64.s, level1_amd64.s); they need AVX2 and FMA.
-// The pointers must cover the extents the Go wrappers below check.
+// Assembly kernels. Those in gemm_amd64.s, dot_amd64.s, level1_amd64.s and
+// pack_amd64.s need AVX2 and FMA; those in gemm512_amd64.s and dot512_amd64.s
+// need AVX-512F. None checks bounds: the pointers must cover the extents the
+// Go wrappers below check.
 
 //go:noescape
 func sgemmKernel6x16(k int, a *float32, rsa, csa int, b *float32, ldb int, c *float32, ldc int, alpha float32, beta float32)
