@@ -77,7 +77,7 @@ func (s *Sampler) Sample(ctx context.Context, prompt rl.ModelInput, n int, p rl.
 		if s.generation() != gen {
 			continue // failed because its session was replaced: retry on the new one
 		}
-		if !Recoverable(err) {
+		if !s.lost(ctx, err) {
 			return out, err
 		}
 		if rerr := s.reopen(ctx, gen, err); rerr != nil {
@@ -104,13 +104,29 @@ func (s *Sampler) Load(ctx context.Context, ref policy.Ref) error {
 			continue // the session was replaced meanwhile: load on the new one
 		case err == nil:
 			return nil
-		case !Recoverable(err):
+		case !s.lost(ctx, err):
 			return err
 		}
 		if rerr := s.reopen(ctx, gen, err); rerr != nil {
 			return fmt.Errorf("%w (recovery failed: %v)", err, rerr)
 		}
 	}
+}
+
+// lost reports whether err means the session is gone: a connection error,
+// an expired future, or a 404 while the server no longer knows the session
+// (a 404 for a live session is about the call, e.g. an unknown checkpoint).
+func (s *Sampler) lost(ctx context.Context, err error) bool {
+	if !Recoverable(err) {
+		return false
+	}
+	if !isNotFound(err) {
+		return true
+	}
+	s.mu.Lock()
+	id := s.client.SessionID()
+	s.mu.Unlock()
+	return !known(ctx, s.opts.Client, "session_heartbeat", map[string]string{"session_id": id, "type": "session_heartbeat"})
 }
 
 // reopen replaces session gen (unless another call already did) with a new

@@ -64,7 +64,8 @@ func (o Options) withDefaults() Options {
 // the server being restarted. Calls run one at a time, in submission order,
 // on a goroutine the Trainer owns. After every applied optimizer step it
 // saves the training state (save_weights, "auto-<version>"); when a call
-// fails because the server lost the model, it opens a new session, creates
+// fails because the server lost the model (no answer, or a 404 while
+// get_info no longer knows the model), it opens a new session, creates
 // a new model, loads the last saved state with its optimizer, replays the
 // forward_backward and optim_step calls made since that save, and retries
 // the call. The replay is exact: the same data on the same weights and
@@ -204,6 +205,11 @@ func (t *Trainer) withRecovery(ctx context.Context, j job) (any, error) {
 	for {
 		v, err := j.do(ctx, t.tr)
 		if !Recoverable(err) {
+			return v, err
+		}
+		// A 404 for a model the server still knows is about the call itself
+		// (e.g. an unknown checkpoint): recreating the model would not help.
+		if isNotFound(err) && known(ctx, t.opts.Client, "get_info", map[string]string{"model_id": t.tr.ModelID(), "type": "get_info"}) {
 			return v, err
 		}
 		t.opts.Logger.Info("e2e: trainer lost its model; recovering", "call", j.kind, "err", err)
