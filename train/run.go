@@ -190,6 +190,9 @@ func Run(ctx context.Context, cfg Config, hooks Hooks) (Summary, error) {
 		for k, v := range m.Metrics {
 			rec.Extra[k] = v
 		}
+		rec.Extra["time:wait_s"] = m.Wait.Seconds()
+		rec.Extra["time:train_s"] = m.Train.Seconds()
+		rec.Extra["time:publish_s"] = m.Publish.Seconds()
 		mu.Lock()
 		for s, n := range m.Staleness {
 			staleSum += float64(s * n)
