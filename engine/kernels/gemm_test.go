@@ -134,11 +134,11 @@ func TestGemmAlphaBetaVariants(t *testing.T) {
 func TestGemmDeterministicAcrossThreads(t *testing.T) {
 	t.Parallel()
 	shapes := []shape{
-		{m: 200, n: 300, k: 100, padA: 1},
+		{m: 100, n: 150, k: 100, padA: 1},
 		{tB: true, m: 8, n: 700, k: 260},
-		{tA: true, m: 130, n: 260, k: 600, padC: 2},
+		{tA: true, m: 60, n: 100, k: 600, padC: 2}, // three depth passes
 		{tA: true, tB: true, m: 257, n: 129, k: 65, padB: 3},
-		{m: 1000, n: 40, k: 64},
+		{m: 400, n: 40, k: 64},
 		{tA: true, m: 16, n: 128, k: 700}, // one item unless split finer
 		{tB: true, m: 20, n: 130, k: 300}, // dot path
 	}
