@@ -33,17 +33,17 @@
 // The driver around the micro-kernels follows the BLIS design. B is packed
 // into panels of nr columns (kc = 256 rows each, so a panel sits in L1); an
 // untransposed B is read in place instead when op(A) has at most 24 rows
-// (packing would cost more than it saves). Rows of A are read
-// in place; a transposed A is packed into panels of mr rows, since walking
-// its columns at stride lda would thrash a few L1 sets. Three shapes take
-// other routes:
+// (packing would cost more than it saves). Rows of A are read in place; a
+// transposed A is packed into panels of mr rows, since walking its columns
+// at stride lda would thrash a few L1 sets. Three shapes take other routes:
 //
 //   - A·Bᵀ with at most 24 rows (the sampling step) runs as tiles of
 //     dot products over the contiguous rows of A and B, with no packing;
-//   - a transposed A with n <= 16 and m >= 4n is computed as
+//   - a transposed A with n <= 16 (float64: 8) and m >= 4n is computed as
 //     Cᵀ = op(B)ᵀ·op(A)ᵀ and transposed back, so that only a few rows are
 //     packed, once, instead of all of A for one or two panels;
-//   - other products with n <= 16 use the narrower AVX2 tile.
+//   - with AVX-512, other products with n <= 16 (float64: 8) use the
+//     narrower AVX2 tile.
 //
 // # Determinism
 //
@@ -70,10 +70,11 @@
 // returning. It uses min(Threads, work items, m·n·k / 2²⁰) goroutines, so a
 // product below about two million multiply-adds stays on the calling
 // goroutine: waking a thread for a goroutine and joining it costs from one to
-// tens of microseconds, 2²⁰ multiply-adds take about 8 µs on one AVX-512 core. Work items are blocks of at
-// most 96 rows by 256 columns of C, split finer (down to one tile) until each
-// goroutine has about four to choose from, and handed out dynamically; how
-// the work is split never changes a result. Scratch buffers come from a
+// tens of microseconds, 2²⁰ multiply-adds take about 16 µs on one AVX-512
+// core. Work items are blocks of at most 96 rows by 256 columns of C, split
+// finer (down to one tile) until each goroutine has about four to choose
+// from, and handed out dynamically; how the work is split never changes a
+// result. Scratch buffers come from a
 // sync.Pool, and the packed copy of B is bounded (16 MiB of float32) by
 // cutting large products into slabs along the tile grid and the depth passes.
 // All functions are safe for concurrent use (on distinct C).
