@@ -54,26 +54,33 @@ func TestRemoteLoopLearns(t *testing.T) {
 	remote := runLoop(ctx, t, "e2e-remote", tr, smp, nil)
 	remoteTime := time.Since(start)
 
-	base, err := basemodel.Load()
-	require.NoError(t, err)
-	ltr, err := local.NewTrainer(base, local.TrainerOptions{Run: "e2e-local"})
-	require.NoError(t, err)
-	defer ltr.Close()
-	lsmp, err := local.NewSampler(base, local.SamplerOptions{Shelf: ltr.Shelf()})
-	require.NoError(t, err)
-	start = time.Now()
-	inproc := runLoop(ctx, t, "e2e-local", ltr, lsmp, nil)
-	localTime := time.Since(start)
-
-	r, l := remote.rewards(), inproc.rewards()
+	r := remote.rewards()
 	t.Logf("across processes (%v): %s", remoteTime.Round(time.Millisecond), formatCurve(r))
-	t.Logf("in process       (%v): %s", localTime.Round(time.Millisecond), formatCurve(l))
 	require.Len(t, r, steps)
-	require.Len(t, l, steps)
-	riseR, riseL := mean(r[steps-3:])-mean(r[:3]), mean(l[steps-3:])-mean(l[:3])
-	t.Logf("rise of the mean reward, last 3 steps vs first 3: across processes %.3f, in process %.3f", riseR, riseL)
+	riseR := mean(r[steps-3:]) - mean(r[:3])
+	t.Logf("rise of the mean reward across processes, last 3 steps vs first 3: %.3f", riseR)
 	assert.Greater(t, riseR, minRise, "the loop across processes did not learn")
-	assert.Greater(t, riseL, minRise, "the loop in process did not learn (the task, not the protocol, is at fault)")
+
+	// The same loop in process, for comparison (under the race detector
+	// the engine in this process is too slow for a quick test).
+	if raceEnabled {
+		t.Log("in-process comparison skipped under the race detector")
+	} else {
+		base, err := basemodel.Load()
+		require.NoError(t, err)
+		ltr, err := local.NewTrainer(base, local.TrainerOptions{Run: "e2e-local"})
+		require.NoError(t, err)
+		defer ltr.Close()
+		lsmp, err := local.NewSampler(base, local.SamplerOptions{Shelf: ltr.Shelf()})
+		require.NoError(t, err)
+		start = time.Now()
+		l := runLoop(ctx, t, "e2e-local", ltr, lsmp, nil).rewards()
+		t.Logf("in process       (%v): %s", time.Since(start).Round(time.Millisecond), formatCurve(l))
+		require.Len(t, l, steps)
+		riseL := mean(l[steps-3:]) - mean(l[:3])
+		t.Logf("rise in process: %.3f", riseL)
+		assert.Greater(t, riseL, minRise, "the loop in process did not learn (the task, not the protocol, is at fault)")
+	}
 
 	last := remote.steps[len(remote.steps)-1]
 	assert.Equal(t, policy.Version(steps), last.Version)
