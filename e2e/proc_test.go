@@ -65,9 +65,10 @@ type proc struct {
 	addr   string // host:port, fixed after the first start
 	logDir string
 
-	cmd    *exec.Cmd
-	exited chan struct{}
-	starts int
+	cmd     *exec.Cmd
+	exited  chan struct{}
+	waitErr error // the exit status, once exited is closed
+	starts  int
 }
 
 func startServe(t *testing.T, role, store, key string) *proc {
@@ -104,7 +105,7 @@ func (p *proc) start() {
 				first = false
 			}
 		}
-		_ = cmd.Wait()
+		p.waitErr = cmd.Wait()
 		logf.Close()
 	}()
 	select {
