@@ -40,6 +40,9 @@ func sdotKernel4x4AVX512(k int, a *float32, lda int, b *float32, ldb int, c *flo
 func copyRowsAVX(dst unsafe.Pointer, src unsafe.Pointer, srcStride int, rowBytes int, rows int)
 
 //go:noescape
+func transpose8x8Blocks(dst *float32, dstStride int, src *float32, srcStride int, jBlocks int, pBlocks int)
+
+//go:noescape
 func sdotAVX2(x *float32, y *float32, n int) float32
 
 //go:noescape
@@ -81,6 +84,17 @@ func avx512Dgemm(k int, a []float64, rsa, csa int, b []float64, ldb int, c []flo
 	_ = b[(k-1)*ldb+15]
 	_ = c[11*ldc+15]
 	dgemmKernel12x16(k, &a[0], rsa, csa, &b[0], ldb, &c[0], ldc, alpha, beta)
+}
+
+// avxTranspose8x8 copies element (j, p) of src (row stride ss) to (p, j) of
+// dst (row stride ds) for j < 8·jBlocks, p < 8·pBlocks.
+func avxTranspose8x8(dst []float32, ds int, src []float32, ss int, jBlocks, pBlocks int) {
+	if jBlocks == 0 || pBlocks == 0 {
+		return
+	}
+	_ = src[(8*jBlocks-1)*ss+8*pBlocks-1]
+	_ = dst[(8*pBlocks-1)*ds+8*jBlocks-1]
+	transpose8x8Blocks(&dst[0], 4*ds, &src[0], 4*ss, jBlocks, pBlocks)
 }
 
 // avx2SdotTile is the dotKernel for 3 rows of A against 4 rows of B.
@@ -185,6 +199,7 @@ func init() {
 	}
 	sgemmImpl, dgemmImpl = avx2SgemmImpl, avx2DgemmImpl
 	copyRows = copyRowsAVX
+	transpose8x8 = avxTranspose8x8
 	sdotImpl, ddotImpl = avx2Sdot, avx2Ddot
 	saxpyImpl, daxpyImpl = avx2Saxpy, avx2Daxpy
 	if hasAVX512 && os.Getenv(EnvKernels) != "avx2" {

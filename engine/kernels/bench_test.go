@@ -28,6 +28,8 @@ var benchShapes = []benchShape{
 	{"sample8-d128-up-XWt", false, true, 8, 512, 128},
 	{"sample8-d128-down-XWt", false, true, 8, 128, 512},
 	{"sample8-d256-up-XWt", false, true, 8, 768, 256},
+	{"prefill64-d128-up-XWt", false, true, 64, 512, 128},
+	{"prefill256-d256-up-XWt", false, true, 256, 768, 256},
 	{"train2k-d128-up-XWt", false, true, 2048, 512, 128},
 	{"train2k-d128-down-XWt", false, true, 2048, 128, 512},
 	{"train2k-d128-unembed-XWt", false, true, 2048, 98, 128},

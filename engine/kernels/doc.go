@@ -31,7 +31,8 @@
 // assembly whenever the CPU has it.
 //
 // The driver around the micro-kernels follows the BLIS design. B is packed
-// into panels of nr columns (kc = 256 rows each, so a panel sits in L1); an
+// into panels of nr columns (kc = 256 rows each, so a panel sits in L1; a
+// transposed float32 B is packed by 8×8 AVX transposes); an
 // untransposed B is read in place instead when op(A) has at most 24 rows
 // (packing would cost more than it saves). Rows of A are read in place; a
 // transposed A is packed into panels of mr rows, since walking its columns

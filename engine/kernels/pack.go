@@ -7,6 +7,11 @@ import "unsafe"
 // width. The caller checks bounds.
 var copyRows func(dst, src unsafe.Pointer, srcStride, rowBytes, rows int)
 
+// transpose8x8, when set (amd64 with AVX), copies element (j, p) of src (row
+// stride ss) to (p, j) of dst (row stride ds) for j < 8·jBlocks and
+// p < 8·pBlocks, eight by eight. It checks its bounds.
+var transpose8x8 func(dst []float32, ds int, src []float32, ss int, jBlocks, pBlocks int)
+
 // packAPanel packs rows [i, i+mi) and columns [pc, pc+kb) of op(A) into one
 // micro-panel of mr rows: element (i+ii, pc+p) goes to dst[p*mr+ii]. Rows
 // past mi are zero.
@@ -55,10 +60,20 @@ func packBPanel[T float](tB bool, b []T, ldb, pc, kb, j0, nb, nr int, dst []T) {
 		return
 	}
 	// op(B)(q, j) = b[j*ldb+q]: each output column is a contiguous run.
+	jDone, pDone := 0, 0
+	if b32, ok := any(b).([]float32); ok && transpose8x8 != nil {
+		// Whole 8×8 blocks by vector transposes, then the edges below.
+		jDone, pDone = nb/8*8, kb/8*8
+		transpose8x8(any(dst).([]float32), nr, b32[j0*ldb+pc:], ldb, nb/8, kb/8)
+	}
 	for jj := range nb {
 		src := b[(j0+jj)*ldb+pc:][:kb]
+		if jj < jDone {
+			src = src[pDone:] // the blocks covered the first pDone
+		}
+		off := kb - len(src)
 		for p, v := range src {
-			dst[p*nr+jj] = v
+			dst[(off+p)*nr+jj] = v
 		}
 	}
 	if nb < nr {
