@@ -1,0 +1,52 @@
+package kernels
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestPackBPanel checks panel packing of B, plain and transposed (where the
+// transposed float32 case runs on 8×8 vector transposes when the CPU has
+// them), against the definition, zero padding included.
+func TestPackBPanel(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(41, 42))
+	for _, tB := range []bool{false, true} {
+		for _, nr := range []int{4, 16, 32} {
+			for _, nb := range []int{1, 7, 8, 9, 16, nr} {
+				if nb > nr {
+					continue
+				}
+				for _, kb := range []int{1, 7, 8, 9, 31, 64} {
+					pc, j0 := 3, 5
+					rows, cols := pc+kb, j0+nb // op(B) is rows×cols
+					if tB {
+						rows, cols = cols, rows
+					}
+					ldb := cols + 2
+					b := randMatrix[float32](rng, rows, cols, ldb)
+					dst := make([]float32, kb*nr)
+					for i := range dst {
+						dst[i] = -1 // must all be overwritten
+					}
+					packBPanel(tB, b, ldb, pc, kb, j0, nb, nr, dst)
+					for p := range kb {
+						for jj := range nr {
+							var want float32
+							switch {
+							case jj >= nb:
+							case tB:
+								want = b[(j0+jj)*ldb+pc+p]
+							default:
+								want = b[(pc+p)*ldb+j0+jj]
+							}
+							require.Equal(t, want, dst[p*nr+jj], "tB=%t nr=%d nb=%d kb=%d: element (%d, %d)", tB, nr, nb, kb, p, jj)
+						}
+					}
+				}
+			}
+		}
+	}
+}
