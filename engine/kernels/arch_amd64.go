@@ -172,7 +172,7 @@ var (
 		name: "avx512-12x32", mr: 12, nr: 32, kernel: avx512Sgemm,
 		kc: 256, mc: 96, chunk: 8,
 		packBMinRows: 24, packAMinPanels: never, packATransMinPanels: 1,
-		dot:    &dotImpl[float32]{mr: 4, nr: 4, kernel: avx512SdotTile, maxRows: 24, chunk: 16},
+		dot:    &dotImpl[float32]{mr: 4, nr: 4, kernel: avx512SdotTile, maxRows: 16, chunk: 16},
 		narrow: avx2SgemmImpl, narrowMaxN: 16, swapMaxN: 16,
 		pool: new(sync.Pool),
 	}

@@ -38,8 +38,9 @@
 // transposed A is packed into panels of mr rows, since walking its columns
 // at stride lda would thrash a few L1 sets. Three shapes take other routes:
 //
-//   - A·Bᵀ with at most 24 rows (the sampling step) runs as tiles of
-//     dot products over the contiguous rows of A and B, with no packing;
+//   - A·Bᵀ with at most 24 rows (AVX-512 float32: 16), as in the sampling
+//     step, runs as tiles of dot products over the contiguous rows of A and
+//     B, with no packing;
 //   - a transposed A with n <= 16 (float64: 8) and m >= 4n is computed as
 //     Cᵀ = op(B)ᵀ·op(A)ᵀ and transposed back, so that only a few rows are
 //     packed, once, instead of all of A for one or two panels;
