@@ -64,6 +64,7 @@ type config struct {
 	clients    []int
 	perClient  int
 	rounds     int
+	warmup     int
 	minReqs    int
 	maxTokens  int
 	numSamples int
@@ -89,6 +90,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	levels := fs.String("clients", "1,16,256", "concurrency levels, comma-separated")
 	fs.IntVar(&cfg.perClient, "per-client", 2, "requests per client at each level and round")
 	fs.IntVar(&cfg.minReqs, "min-requests", 48, "at least this many requests per level and round")
+	fs.IntVar(&cfg.warmup, "warmup", 200, "calls made on each side before measuring")
 	fs.IntVar(&cfg.rounds, "rounds", 3, "rounds per level, alternating served and in-process calls; each side's best round counts")
 	fs.IntVar(&cfg.maxTokens, "max-tokens", 8, "tokens sampled per request")
 	fs.IntVar(&cfg.numSamples, "num-samples", 1, "samples per request")
@@ -106,8 +108,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		cfg.clients = append(cfg.clients, n)
 	}
-	if cfg.perClient < 1 || cfg.rounds < 1 || cfg.minReqs < 1 || cfg.maxTokens < 1 || cfg.numSamples < 1 || cfg.threads < 1 {
-		return fmt.Errorf("-per-client, -rounds, -min-requests, -max-tokens, -num-samples and -threads must be at least 1")
+	if cfg.perClient < 1 || cfg.rounds < 1 || cfg.warmup < 1 || cfg.minReqs < 1 || cfg.maxTokens < 1 || cfg.numSamples < 1 || cfg.threads < 1 {
+		return fmt.Errorf("-per-client, -rounds, -warmup, -min-requests, -max-tokens, -num-samples and -threads must be at least 1")
 	}
 	t0 := time.Now()
 	res, err := measure(ctx, cfg, stdout)

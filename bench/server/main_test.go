@@ -19,7 +19,7 @@ func TestSmokeInProcess(t *testing.T) {
 		t.Skip("samples the shipped model")
 	}
 	var out bytes.Buffer
-	err := run(context.Background(), []string{"-inprocess", "-clients", "1,3", "-min-requests", "3", "-per-client", "1", "-rounds", "1", "-max-tokens", "2", "-json"}, &out, &out)
+	err := run(context.Background(), []string{"-inprocess", "-clients", "1,3", "-min-requests", "3", "-per-client", "1", "-rounds", "1", "-warmup", "2", "-max-tokens", "2", "-json"}, &out, &out)
 	require.NoError(t, err, out.String())
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 	var res Result

@@ -128,9 +128,11 @@ func measure(ctx context.Context, cfg config, out io.Writer) (Result, error) {
 			return err
 		}
 	}
-	// Warm both sides (the server loads its sampler on the first call).
+	// Warm both sides: the server loads its sampler on the first call, and
+	// the engine's first hundred or so calls in a fresh process run up to
+	// twice as slow as later ones (buffers, heap growth).
 	for _, s := range []rl.Sampler{inproc, remote} {
-		if _, errs, _ := load(ctx, 2, 8, call(s)); errs > 0 {
+		if _, errs, _ := load(ctx, 1, cfg.warmup, call(s)); errs > 0 {
 			return res, errors.New("warm-up calls failed")
 		}
 	}
