@@ -7,29 +7,54 @@ type backScratch[T Float] struct {
 	dx, dxn, dao, dq, dk, dv []T // n×Dim
 	dh, dg, du               []T // n×Hidden
 	tmp                      []T // n×Rank
+	csum                     []float64
+	live                     []bool
+}
+
+// term is one loss term on a packed row: coef is the derivative of the loss
+// with respect to the log-probability of target at that row. A row shared by
+// several examples (a shared prefix) carries one term per example.
+type term struct {
+	row, target int
+	coef        float64
 }
 
 // backward propagates the loss gradient through the pass recorded in a and
-// accumulates parameter gradients into nt.gm / nt.gad. coef[i] is dLoss/dp_i,
-// the derivative of the loss with respect to the log-probability of
-// targets[i] at packed row i. It overwrites a.logits with their gradient.
-func (nt *net[T]) backward(a *acts[T], targets []int, coef []float64) {
+// accumulates parameter gradients into nt.gm / nt.gad. terms are the loss's
+// derivatives with respect to target log-probabilities, any number per row.
+// It overwrites a.logits with their gradient.
+func (nt *net[T]) backward(a *acts[T], terms []term) {
 	c := nt.m.Config
 	d, hid, vocab, n := c.Dim, c.Hidden, c.Vocab, a.n
 	bw := &a.bw
-	// dlogits = coef·(onehot(target) − softmax)
+	// dlogits = Σ coef·(onehot(target) − softmax) over a row's terms
+	if cap(bw.csum) < n {
+		bw.csum, bw.live = make([]float64, n), make([]bool, n)
+	}
+	csum, live := bw.csum[:n], bw.live[:n]
+	clear(csum)
+	clear(live)
+	for _, tm := range terms {
+		if tm.coef != 0 {
+			csum[tm.row] += tm.coef
+			live[tm.row] = true
+		}
+	}
 	for i := 0; i < n; i++ {
 		row := a.logits[i*vocab : (i+1)*vocab]
-		ci := coef[i]
-		if ci == 0 {
+		if !live[i] {
 			clear(row)
 			continue
 		}
-		lse := a.lse[i]
+		ci, lse := csum[i], a.lse[i]
 		for v := range row {
 			row[v] = T(-ci * math.Exp(float64(row[v])-lse))
 		}
-		row[targets[i]] += T(ci)
+	}
+	for _, tm := range terms {
+		if tm.coef != 0 {
+			a.logits[tm.row*vocab+tm.target] += T(tm.coef)
+		}
 	}
 	bw.dxn = grow(bw.dxn, n*d, false)
 	bw.dx = grow(bw.dx, n*d, true)
@@ -53,7 +78,7 @@ func (nt *net[T]) backward(a *acts[T], targets []int, coef []float64) {
 		rmsnormBack(n, d, bw.dxn, la.xmid, b.MLPNorm, la.rs2, bw.dx, blockGrad(gb, func(b *Block[T]) []T { return b.MLPNorm }))
 		// attention
 		nt.lin(li, kindO).backward(nt.p, n, bw.dx, la.ao, la.lu[kindO], bw.dao, 0, &bw.tmp)
-		attnBackward(nt.p, c, headSpans(a.spans, c.Heads), la.q, la.k, la.v, la.probs, bw.dao, bw.dq, bw.dk, bw.dv)
+		attnBackward(nt.p, c, a.spans, la.q, la.k, la.v, la.probs, bw.dao, bw.dq, bw.dk, bw.dv)
 		ropeRows(nt.rope, c, n, bw.dq, pos, true)
 		ropeRows(nt.rope, c, n, bw.dk, pos, true)
 		// The first block's input gradient feeds only the embedding: skip it

@@ -31,35 +31,89 @@ func arithmeticBatch(b testing.TB) []Example {
 	return out
 }
 
+// arithmeticGroups returns an RL batch of 16 groups × 8 completions: each
+// group shares a 17-token prompt (BOS + "What is 12 + 35?"), each completion
+// is " <answer>\n" with an answer of 1–4 digits (3–6 tokens, the correct sum
+// half of the time), and the inputs are prompt + completion[:-1]. Advantages
+// are the group's ±1 rewards.
+func arithmeticGroups(tb testing.TB) []Example {
+	rng := rand.New(rand.NewPCG(2, 2))
+	var tok Tokenizer
+	var out []Example
+	for range 16 {
+		x, y := 10+rng.IntN(90), 10+rng.IntN(90)
+		for range 8 {
+			ans, adv := x+y, 1.0
+			if rng.IntN(2) == 0 {
+				ans, adv = []int{rng.IntN(10), rng.IntN(100), rng.IntN(1000), rng.IntN(10000)}[rng.IntN(4)], -1
+			}
+			ids, err := tok.Encode(fmt.Sprintf("What is %d + %d? %d\n", x, y, ans))
+			if err != nil {
+				tb.Fatal(err)
+			}
+			seq := append([]int{BOS}, ids...)
+			ex := Example{Input: seq[:len(seq)-1], Targets: seq[1:]}
+			for range ex.Input {
+				ex.Logprobs = append(ex.Logprobs, -1)
+				ex.Advantages = append(ex.Advantages, adv)
+			}
+			out = append(out, ex)
+		}
+	}
+	return out
+}
+
+// benchTrainStep measures one importance-sampling forward-backward plus
+// AdamW step of the default model on data, reporting input tokens per
+// second and seconds per step.
+func benchTrainStep(b *testing.B, data []Example, opts TrainerOptions) {
+	base, err := NewModel[float32](DefaultConfig(), 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	tr, err := NewTrainer(base, DefaultLoraConfig(), opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	tokens := 0
+	for _, ex := range data {
+		tokens += len(ex.Input)
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := tr.ForwardBackward(context.Background(), data, LossSpec{Name: ImportanceSampling}); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := tr.OptimStep(AdamParams{LearningRate: 1e-4}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(tokens*b.N)/b.Elapsed().Seconds(), "tokens/s")
+	b.ReportMetric(b.Elapsed().Seconds()/float64(b.N), "s/step")
+}
+
 // BenchmarkTrainStep measures one LoRA importance-sampling forward-backward
-// plus AdamW step of the default model on ~3,000 tokens.
+// plus AdamW step of the default model on ~3,000 tokens of 128 independent
+// sequences.
 func BenchmarkTrainStep(b *testing.B) {
 	for _, threads := range []int{1, 2} {
 		b.Run(fmt.Sprintf("threads=%d", threads), func(b *testing.B) {
-			base, err := NewModel[float32](DefaultConfig(), 1)
-			if err != nil {
-				b.Fatal(err)
-			}
-			tr, err := NewTrainer(base, DefaultLoraConfig(), TrainerOptions{Threads: threads})
-			if err != nil {
-				b.Fatal(err)
-			}
-			data := arithmeticBatch(b)
-			tokens := 0
-			for _, ex := range data {
-				tokens += len(ex.Input)
-			}
-			b.ResetTimer()
-			for b.Loop() {
-				if _, err := tr.ForwardBackward(context.Background(), data, LossSpec{Name: ImportanceSampling}); err != nil {
-					b.Fatal(err)
-				}
-				if _, err := tr.OptimStep(AdamParams{LearningRate: 1e-4}); err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.ReportMetric(float64(tokens*b.N)/b.Elapsed().Seconds(), "tokens/s")
+			benchTrainStep(b, arithmeticBatch(b), TrainerOptions{Threads: threads})
 		})
+	}
+}
+
+// BenchmarkTrainStepGroups measures the same step on an RL batch of 16
+// groups × 8 completions sharing a 17-token prompt, with shared-prefix
+// packing off and on. tokens/s counts every example's input tokens, so the
+// two figures compare directly.
+func BenchmarkTrainStepGroups(b *testing.B) {
+	for _, threads := range []int{1, 2} {
+		for _, mode := range []string{"unshared", "shared"} {
+			b.Run(fmt.Sprintf("%s/threads=%d", mode, threads), func(b *testing.B) {
+				benchTrainStep(b, arithmeticGroups(b), TrainerOptions{Threads: threads, NoPrefixSharing: mode == "unshared"})
+			})
+		}
 	}
 }
 

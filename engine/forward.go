@@ -38,7 +38,8 @@ type acts[T Float] struct {
 	tokens  []int
 	pos     []int
 	spans   []span
-	nprobs  int
+	rows    []exRow // per example of the micro-batch (trainer only)
+	nprobs  int     // len(probs) of every layer, all heads
 	layers  []layerActs[T]
 	xfin    []T
 	xnf     []T
@@ -48,23 +49,6 @@ type acts[T Float] struct {
 	lse     []float64
 	scratch struct{ a, b []T }
 	bw      backScratch[T]
-}
-
-// pack lays out seqs one after the other.
-func (a *acts[T]) pack(seqs [][]int) {
-	a.tokens, a.pos, a.spans = a.tokens[:0], a.pos[:0], a.spans[:0]
-	a.nprobs = 0
-	off := 0
-	for _, s := range seqs {
-		a.spans = append(a.spans, span{off: off, n: len(s), poff: a.nprobs})
-		a.tokens = append(a.tokens, s...)
-		for i := range s {
-			a.pos = append(a.pos, i)
-		}
-		off += len(s)
-		a.nprobs += len(s) * len(s)
-	}
-	a.n = off
 }
 
 func (nt *net[T]) lin(i int, k kind) linear[T] {
@@ -133,13 +117,18 @@ func (nt *net[T]) lin(i int, k kind) linear[T] {
 	return l
 }
 
-// forward runs the model over a packed batch and leaves every activation,
-// the logits and their log-sum-exp in a. Tokens must already be validated.
+// forward packs seqs one after the other and runs the model over them (see
+// forwardPacked). Tokens must already be validated.
 func (nt *net[T]) forward(a *acts[T], seqs [][]int) {
+	a.pack(seqs, nt.m.Config.Heads)
+	nt.forwardPacked(a)
+}
+
+// forwardPacked runs the model over the batch packed in a and leaves every
+// activation, the logits and their log-sum-exp in a.
+func (nt *net[T]) forwardPacked(a *acts[T]) {
 	c := nt.m.Config
-	d, hid, n, eps := c.Dim, c.Hidden, 0, c.normEps()
-	a.pack(seqs)
-	n = a.n
+	d, hid, n, eps := c.Dim, c.Hidden, a.n, c.normEps()
 	if len(a.layers) != c.Layers {
 		a.layers = make([]layerActs[T], c.Layers)
 	}
@@ -162,8 +151,8 @@ func (nt *net[T]) forward(a *acts[T], seqs [][]int) {
 		ropeRows(nt.rope, c, n, la.q, pos, false)
 		ropeRows(nt.rope, c, n, la.k, pos, false)
 		la.ao = grow(la.ao, n*d, false)
-		la.probs = grow(la.probs, a.nprobs*c.Heads, false)
-		attnForward(nt.p, c, headSpans(a.spans, c.Heads), la.q, la.k, la.v, la.ao, la.probs)
+		la.probs = grow(la.probs, a.nprobs, false)
+		attnForward(nt.p, c, a.spans, la.q, la.k, la.v, la.ao, la.probs)
 		y := grow(a.scratch.b, n*d, false)
 		a.scratch.b = y
 		nt.lin(li, kindO).apply(nt.p, n, la.ao, y, &la.lu[kindO])
@@ -193,16 +182,6 @@ func (nt *net[T]) forward(a *acts[T], seqs [][]int) {
 	for i := 0; i < n; i++ {
 		a.lse = append(a.lse, logSumExp(a.logits[i*c.Vocab:(i+1)*c.Vocab]))
 	}
-}
-
-// headSpans scales each span's probability offset by the head count: the
-// probs buffer holds Heads matrices of len² per sequence.
-func headSpans(spans []span, heads int) []span {
-	out := make([]span, len(spans))
-	for i, s := range spans {
-		out[i] = span{off: s.off, n: s.n, poff: s.poff * heads}
-	}
-	return out
 }
 
 // logprob returns the log-probability of token t at row i.

@@ -16,8 +16,19 @@ type TrainerOptions struct {
 	// BaseName is written as base_model_name_or_path in saved adapters.
 	BaseName string
 	// MaxBatchTokens bounds the tokens of one packed micro-batch (0 means
-	// 4096); larger calls are split, which bounds activation memory.
+	// 4096); larger calls are split, which bounds activation memory. With
+	// prefix sharing a shared prefix counts once.
 	MaxBatchTokens int
+	// NoPrefixSharing turns shared-prefix packing off: every example is
+	// computed in full. With sharing on (the default), runs of consecutive
+	// examples whose inputs share a prefix of at least MinSharedPrefix
+	// tokens (an RL group: one prompt, several completions) compute that
+	// prefix once; outputs, losses and gradients are the same up to float
+	// rounding.
+	NoPrefixSharing bool
+	// MinSharedPrefix is the shortest common prefix worth sharing (0 means
+	// DefaultMinSharedPrefix); negative is an error.
+	MinSharedPrefix int
 }
 
 // Output is the result of a forward or forward-backward pass: per example,
@@ -53,6 +64,9 @@ type Trainer[T Float] struct {
 func NewTrainer[T Float](base *Model[T], lora LoraConfig, opts TrainerOptions) (*Trainer[T], error) {
 	if err := base.Config.Validate(); err != nil {
 		return nil, err
+	}
+	if opts.MinSharedPrefix < 0 {
+		return nil, fmt.Errorf("%w: MinSharedPrefix %d must be ≥ 0 (0 means %d)", ErrConfig, opts.MinSharedPrefix, DefaultMinSharedPrefix)
 	}
 	t := &Trainer[T]{cfg: base.Config, base: base.Clone(), opts: opts, rope: newRope[T](base.Config)}
 	if opts.Full {
@@ -169,28 +183,31 @@ func (t *Trainer[T]) run(ctx context.Context, data []Example, loss LossSpec, gra
 	if maxTok <= 0 {
 		maxTok = 4096
 	}
-	for lo := 0; lo < len(data); {
+	inputs := make([][]int, len(data))
+	for i := range data {
+		inputs[i] = data[i].Input
+		tokens += len(data[i].Input)
+	}
+	runs := t.plan(inputs, maxTok)
+	var terms []term
+	for rlo := 0; rlo < len(runs); {
 		if err := ctx.Err(); err != nil {
-			return Output{}, fmt.Errorf("engine: forward stopped after %d of %d examples: %w", lo, len(data), err)
+			return Output{}, fmt.Errorf("engine: forward stopped after %d of %d examples: %w", runs[rlo].lo, len(data), err)
 		}
-		hi, n := lo, 0
-		for hi < len(data) && (hi == lo || n+len(data[hi].Input) <= maxTok) {
-			n += len(data[hi].Input)
-			hi++
+		rhi, n := rlo, 0
+		for rhi < len(runs) && (rhi == rlo || n+runs[rhi].rows <= maxTok) {
+			n += runs[rhi].rows
+			rhi++
 		}
-		seqs := make([][]int, hi-lo)
-		targets := make([]int, 0, n)
+		lo, hi := runs[rlo].lo, runs[rhi-1].hi
+		t.a.packRuns(inputs, runs[rlo:rhi], t.cfg.Heads)
+		nt.forwardPacked(&t.a)
+		terms = terms[:0]
 		for i := lo; i < hi; i++ {
-			seqs[i-lo] = data[i].Input
-			targets = append(targets, data[i].Targets...)
-		}
-		nt.forward(&t.a, seqs)
-		coef := make([]float64, n)
-		row := 0
-		for i := lo; i < hi; i++ {
-			ex := &data[i]
+			ex, rows := &data[i], t.a.rows[i-lo]
 			lp := make([]float64, len(ex.Input))
 			for j := range ex.Input {
+				row := rows.row(j)
 				p := t.a.logprob(t.cfg.Vocab, row, ex.Targets[j])
 				lp[j] = p
 				l, dp := fn(ex, j, p)
@@ -199,21 +216,32 @@ func (t *Trainer[T]) run(ctx context.Context, data []Example, loss LossSpec, gra
 						ErrInput, i, j, loss.Name, l, p)
 				}
 				lossSum += l
-				coef[row] = dp
-				row++
+				terms = append(terms, term{row: row, target: ex.Targets[j], coef: dp})
 			}
 			out.Logprobs[i] = lp
 		}
 		if grad {
-			nt.backward(&t.a, targets, coef)
+			nt.backward(&t.a, terms)
 			t.dirty = true
 		}
-		tokens += n
-		lo = hi
+		rlo = rhi
 	}
 	out.Metrics["loss:sum"] = lossSum
 	out.Metrics["tokens:sum"] = float64(tokens)
 	return out, nil
+}
+
+// plan splits inputs into the runs one call packs: shared-prefix runs (see
+// planRuns) unless TrainerOptions.NoPrefixSharing is set.
+func (t *Trainer[T]) plan(inputs [][]int, maxTok int) []run {
+	if t.opts.NoPrefixSharing {
+		return singletonRuns(inputs)
+	}
+	minPrefix := t.opts.MinSharedPrefix
+	if minPrefix == 0 {
+		minPrefix = DefaultMinSharedPrefix
+	}
+	return planRuns(inputs, minPrefix, maxTok)
 }
 
 // OptimStep applies one AdamW step with the accumulated gradients, clears
