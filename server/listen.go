@@ -28,8 +28,15 @@ func (s *Server) Run(ctx context.Context) error {
 // It returns nil after a shutdown caused by ctx, or the error that stopped
 // serving.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	return s.ServeHandler(ctx, ln, s)
+}
+
+// ServeHandler is Serve with h answering the connections: a handler that
+// passes the API to s and serves more beside it (e.g. checkpoint archives
+// at the URLs the archive endpoint links to). Shutdown is Serve's.
+func (s *Server) ServeHandler(ctx context.Context, ln net.Listener, h http.Handler) error {
 	hs := &http.Server{
-		Handler:           s,
+		Handler:           h,
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    1 << 20,
