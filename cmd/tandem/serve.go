@@ -2,10 +2,13 @@ package main
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -36,6 +39,7 @@ const ListeningPrefix = "tandem serve: listening on "
 
 type serveFlags struct {
 	listen, role, store, apiKey, base, baseName string
+	publicURL                                   string
 	threads, samplerThreads                     int
 	allowRemote                                 bool
 	maxInFlight, keepVersions                   int
@@ -51,6 +55,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	var f serveFlags
 	fs.StringVar(&f.listen, "listen", server.DefaultConfig().Addr, "host:port to listen on (port 0 picks a free one); a non-loopback host needs -allow-remote")
 	fs.BoolVar(&f.allowRemote, "allow-remote", false, "allow -listen on an address other than loopback")
+	fs.StringVar(&f.publicURL, "public-url", "", "URL clients reach this server at, for checkpoint archive links (default http://<listen address>)")
 	fs.StringVar(&f.role, "role", string(server.RoleBoth), "endpoints to serve: trainer, sampler or both")
 	fs.StringVar(&f.store, "store", "tandem-store", "checkpoint store folder, shared by the trainer and sampler processes of a run")
 	fs.StringVar(&f.apiKey, "api-key", "", "API key clients must send (X-API-Key or Authorization: Bearer); default $"+EnvAPIKey+"; required")
@@ -72,16 +77,36 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := checkListen(f.listen, f.allowRemote); err != nil {
 		return err
 	}
-	srv, log, err := newServer(ctx, f, stderr)
-	if err != nil {
-		return err
-	}
 	ln, err := net.Listen("tcp", f.listen)
 	if err != nil {
-		return errors.Join(fmt.Errorf("serve: %w", err), log.Close())
+		return fmt.Errorf("serve: %w", err)
 	}
+	if f.publicURL == "" {
+		f.publicURL = "http://" + ln.Addr().String()
+	}
+	srv, archives, log, err := newServer(ctx, f, stderr)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	mux := http.NewServeMux()
+	mux.Handle(archivePrefix+"/", http.StripPrefix(archivePrefix, archives))
+	mux.Handle("/", srv)
 	fmt.Fprintf(stdout, "%s%s (role %s, store %s)\n", ListeningPrefix, ln.Addr(), f.role, f.store)
-	return errors.Join(srv.Serve(ctx, ln), log.Close())
+	return errors.Join(srv.ServeHandler(ctx, ln, mux), log.Close())
+}
+
+// archivePrefix is where serve answers the signed checkpoint archive URLs
+// that GET …/checkpoints/{kind}/{name}/archive redirects to.
+const archivePrefix = "/checkpoints"
+
+// signingKey derives the key of archive URL signatures from the API key,
+// so every process of a deployment (same key) accepts the URLs any of them
+// signs, and no second secret needs handing out.
+func signingKey(apiKey string) []byte {
+	m := hmac.New(sha256.New, []byte(apiKey))
+	m.Write([]byte("tandem serve: checkpoint archive URL signing key, v1"))
+	return m.Sum(nil)
 }
 
 // checkListen refuses to listen beyond loopback unless allowed.
@@ -106,7 +131,7 @@ func isLoopback(host string) bool {
 
 // newServer loads the base model, opens the store and its step log, and
 // builds the server; the caller closes the step log after serving.
-func newServer(ctx context.Context, f serveFlags, stderr io.Writer) (*server.Server, *steplog.Writer, error) {
+func newServer(ctx context.Context, f serveFlags, stderr io.Writer) (*server.Server, http.Handler, *steplog.Writer, error) {
 	var (
 		base *engine.Model[float32]
 		err  error
@@ -123,14 +148,14 @@ func newServer(ctx context.Context, f serveFlags, stderr io.Writer) (*server.Ser
 		}
 	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("serve: base model: %w", err)
+		return nil, nil, nil, fmt.Errorf("serve: base model: %w", err)
 	}
 	if err := os.MkdirAll(f.store, 0o755); err != nil {
-		return nil, nil, fmt.Errorf("serve: store: %w", err)
+		return nil, nil, nil, fmt.Errorf("serve: store: %w", err)
 	}
 	st, err := checkpoint.Open(f.store)
 	if err != nil {
-		return nil, nil, fmt.Errorf("serve: store: %w", err)
+		return nil, nil, nil, fmt.Errorf("serve: store: %w", err)
 	}
 	if n, err := st.Clean(ctx, staleTemp); err != nil {
 		fmt.Fprintf(stderr, "tandem serve: cleaning %s: %v\n", f.store, err)
@@ -138,7 +163,7 @@ func newServer(ctx context.Context, f serveFlags, stderr io.Writer) (*server.Ser
 		fmt.Fprintf(stderr, "tandem serve: removed %d unfinished checkpoint write(s) older than %v from %s\n", n, staleTemp, f.store)
 	}
 	if f.threads < 1 {
-		return nil, nil, usagef("serve: -threads %d: want at least 1", f.threads)
+		return nil, nil, nil, usagef("serve: -threads %d: want at least 1", f.threads)
 	}
 	if f.samplerThreads == 0 {
 		f.samplerThreads = f.threads
@@ -148,19 +173,25 @@ func newServer(ctx context.Context, f serveFlags, stderr io.Writer) (*server.Ser
 		TrainerThreads: f.threads, SamplerThreads: f.samplerThreads,
 	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("serve: %w", err)
+		return nil, nil, nil, fmt.Errorf("serve: %w", err)
 	}
 	cfg := server.Config{Addr: f.listen, Role: server.Role(f.role), APIKeys: []string{f.apiKey}, Models: be.Models(), MaxInFlight: f.maxInFlight, MaxSamplers: f.keepVersions}
 	if err := cfg.Validate(); err != nil {
-		return nil, nil, usagef("serve: %v", err)
+		return nil, nil, nil, usagef("serve: %v", err)
 	}
 	log, err := steplog.Open(filepath.Join(st.Root(), StepLogFile))
 	if err != nil {
-		return nil, nil, fmt.Errorf("serve: %w", err)
+		return nil, nil, nil, fmt.Errorf("serve: %w", err)
 	}
-	srv, err := server.New(cfg, server.Options{Backend: be, Store: ckptstore.New(st, ckptstore.Options{}), OnStep: log.Append})
+	signer := checkpoint.Signer{Key: signingKey(f.apiKey)}
+	archives, err := checkpoint.NewHandler(st, signer, checkpoint.HandlerOptions{})
 	if err != nil {
-		return nil, nil, errors.Join(usagef("serve: %v", err), log.Close())
+		return nil, nil, nil, errors.Join(fmt.Errorf("serve: %w", err), log.Close())
 	}
-	return srv, log, nil
+	store := ckptstore.New(st, ckptstore.Options{ArchiveBaseURL: strings.TrimSuffix(f.publicURL, "/") + archivePrefix, Signer: signer})
+	srv, err := server.New(cfg, server.Options{Backend: be, Store: store, OnStep: log.Append})
+	if err != nil {
+		return nil, nil, nil, errors.Join(usagef("serve: %v", err), log.Close())
+	}
+	return srv, archives, log, nil
 }

@@ -14,6 +14,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/tandemrl/tandem/checkpoint"
+	"github.com/tandemrl/tandem/policy"
 	"github.com/tandemrl/tandem/server/steplog"
 )
 
@@ -99,6 +101,40 @@ func TestServeAnswersAndShutsDown(t *testing.T) {
 	assert.Equal(t, http.StatusOK, get("/api/v1/healthz", ""))
 	assert.Equal(t, http.StatusOK, get("/api/v1/get_server_capabilities", key))
 	assert.Equal(t, http.StatusUnauthorized, get("/api/v1/get_server_capabilities", "wrong-key-000"))
+
+	// Archive download: the API redirects to a signed URL this same
+	// process answers; the archive installs and verifies in another store.
+	st, err := checkpoint.Open(store)
+	require.NoError(t, err)
+	_, err = st.Save(ctx, checkpoint.Meta{Run: "r1", Name: "x", Kind: policy.SamplerWeights, Version: 3}, func(dir string) error {
+		return os.WriteFile(filepath.Join(dir, "adapter_model.safetensors"), []byte("weights"), 0o644)
+	})
+	require.NoError(t, err)
+	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/api/v1/training_runs/r1/checkpoints/sampler_weights/x/archive", nil)
+	require.NoError(t, err)
+	req.Header.Set("X-API-Key", key)
+	resp, err := noRedirect.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusFound, resp.StatusCode)
+	loc := resp.Header.Get("Location")
+	require.True(t, strings.HasPrefix(loc, "http://"+addr+archivePrefix+"/"), loc)
+	src, err := checkpoint.SourceFromURL(loc)
+	require.NoError(t, err)
+	other, err := checkpoint.Open(t.TempDir())
+	require.NoError(t, err)
+	got, err := other.Download(ctx, src, checkpoint.DownloadOptions{})
+	require.NoError(t, err)
+	require.NoError(t, got.Verify(ctx))
+	assert.Equal(t, policy.Version(3), got.Version)
+	tampered := strings.Replace(loc, "sig=", "sig=00", 1)
+	assert.Equal(t, http.StatusForbidden, func() int {
+		r, err := http.Get(tampered)
+		require.NoError(t, err)
+		r.Body.Close()
+		return r.StatusCode
+	}(), "a tampered signature is refused")
 
 	cancel()
 	select {
