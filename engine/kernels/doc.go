@@ -85,38 +85,41 @@
 //
 // GFLOP/s (2·m·n·k per second) on the engine's shapes: its default model
 // (dim 128, hidden 512, vocab 98, LoRA rank 16, 2048 training rows, 8
-// sequences sampled) and a wider one (dim 256, hidden 768, 4096 rows). The
-// machine: an Intel Xeon with AVX-512 at 2.1 GHz, 2 vCPUs shared with other
-// jobs (load 4 to 12 while measuring), so every figure is the best of 3 to 12
-// runs and still low by a factor up to 2. Columns: 1t and 2t, this package
-// (AVX-512) on 1 and 2 goroutines by the clock, from BenchmarkSgemm with
-// -cpu 1,2 (the second vCPU was never free, so 2t shows no speed-up); gonum,
+// sequences sampled, prompts of 64 and 256 rows) and a wider one (dim 256,
+// hidden 768, 4096 rows). The machine: an Intel Xeon with AVX-512 at
+// 2.1 GHz, 2 vCPUs shared with other jobs (load 4 to 12 while measuring), so
+// every figure is the best of 1 to 5 runs and may still be low by up to a
+// factor of 2. Columns: 1t and 2t, this package (AVX-512) on 1 and 2
+// goroutines by the clock, from BenchmarkSgemm with -cpu 1,2 (the second
+// vCPU was never free, so 2t shows no speed-up); gonum,
 // gonum.org/v1/gonum/blas/gonum on 1 thread; naive, a triple loop; avx512,
 // avx2 and go, one goroutine of each implementation timed by its thread's
-// CPU time (BenchmarkSgemmImpls), the fairest figure on a shared machine.
+// CPU time (BenchmarkSgemmImpls), the fairer figure on a shared machine.
 // The micro-kernels alone reach 115 (AVX-512) and 76 (AVX2) GFLOP/s on
 // cache-resident panels (BenchmarkMicroKernel). "–": not run (the portable
 // kernel on shapes over 2²⁶ multiply-adds, with -short).
 //
 //	shape                     m×n×k         op      1t    2t  gonum  naive  avx512  avx2    go
-//	sample8-d128-qkv-XWt      8×128×128     A·Bᵀ    36    40    8.0    0.8      77    51   2.6
-//	sample8-d128-up-XWt       8×512×128     A·Bᵀ    49    52    9.3    0.9      77    49   2.6
-//	sample8-d128-down-XWt     8×128×512     A·Bᵀ    90    93     12    0.6     125    64   2.7
-//	sample8-d256-up-XWt       8×768×256     A·Bᵀ    84    88     10    0.7     107    59   2.7
-//	train2k-d128-up-XWt       2048×512×128  A·Bᵀ   132   138    7.1    0.3     139    74     –
+//	sample8-d128-qkv-XWt      8×128×128     A·Bᵀ    69    65     10    0.8      77    51   2.6
+//	sample8-d128-up-XWt       8×512×128     A·Bᵀ    49    52    9.5    1.0      77    49   2.6
+//	sample8-d128-down-XWt     8×128×512     A·Bᵀ   118   117     16    1.0     125    64   2.7
+//	sample8-d256-up-XWt       8×768×256     A·Bᵀ   104    94     10    0.7     107    59   2.7
+//	prefill64-d128-up-XWt     64×512×128    A·Bᵀ    88    89     13    0.9      67    54   1.9
+//	prefill256-d256-up-XWt    256×768×256   A·Bᵀ   121    74    7.6    0.9      79    49   1.9
+//	train2k-d128-up-XWt       2048×512×128  A·Bᵀ   132   138    7.9    0.3     139    74     –
 //	train2k-d128-down-XWt     2048×128×512  A·Bᵀ    78   124    8.2    0.3     130    71     –
 //	train2k-d128-unembed-XWt  2048×98×128   A·Bᵀ    98    64    6.6    0.6     106    63   3.1
 //	train2k-d128-dX-GW        2048×128×512  A·B     93   135    4.3    0.3     134    74     –
 //	train2k-d128-dW-GtX       512×128×2048  Aᵀ·B    86    77    4.4    0.1     109    59     –
-//	train4k-d256-up-XWt       4096×768×256  A·Bᵀ    88    86    5.8    0.4     137    74     –
-//	train4k-d256-up-XW        4096×768×256  A·B    102   120    5.0    0.3     134    77     –
+//	train4k-d256-up-XWt       4096×768×256  A·Bᵀ    88    86    7.6    0.4     137    74     –
+//	train4k-d256-up-XW        4096×768×256  A·B    102   140    7.5    0.3     134    77     –
 //	train4k-d256-dX-GW        4096×256×768  A·B    106    92    6.6    0.4     129    71     –
 //	train4k-d256-dW-GtX       768×256×4096  Aᵀ·B    95    57    4.1    0.1     107    56     –
 //	lora16-XAt                2048×16×128   A·Bᵀ    69    62     10    0.7      74    72   3.1
 //	lora16-UBt                2048×512×16   A·Bᵀ    67    83    3.3    0.9     103    51   2.1
-//	lora16-GB                 2048×16×512   A·B     68    69    2.3    0.8      73    71   3.2
-//	lora16-dB-GtU             512×16×2048   Aᵀ·B    60    58    3.2    0.3      83    47   2.7
-//	lora16-dA-TtX             16×128×2048   Aᵀ·B    47    48    4.6    0.6      81    61   3.1
+//	lora16-GB                 2048×16×512   A·B     84    88    4.2    0.8      73    71   3.2
+//	lora16-dB-GtU             512×16×2048   Aᵀ·B    60    58    3.6    0.3      83    47   2.7
+//	lora16-dA-TtX             16×128×2048   Aᵀ·B    60    48    6.6    0.6      81    61   3.1
 //
 // To measure: go test -run - -bench 'Sgemm$|SgemmImpls' -cpu 1,2 ./engine/kernels
 // (add -short to skip the slow portable and naive runs); BenchmarkSgemmTuning
