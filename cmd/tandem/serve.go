@@ -21,6 +21,7 @@ import (
 	"github.com/tandemrl/tandem/server"
 	"github.com/tandemrl/tandem/server/ckptstore"
 	"github.com/tandemrl/tandem/server/localbackend"
+	"github.com/tandemrl/tandem/server/peerstore"
 	"github.com/tandemrl/tandem/server/steplog"
 )
 
@@ -39,7 +40,7 @@ const ListeningPrefix = "tandem serve: listening on "
 
 type serveFlags struct {
 	listen, role, store, apiKey, base, baseName string
-	publicURL                                   string
+	publicURL, fetchFrom                        string
 	threads, samplerThreads                     int
 	allowRemote                                 bool
 	maxInFlight, keepVersions                   int
@@ -55,6 +56,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	var f serveFlags
 	fs.StringVar(&f.listen, "listen", server.DefaultConfig().Addr, "host:port to listen on (port 0 picks a free one); a non-loopback host needs -allow-remote")
 	fs.BoolVar(&f.allowRemote, "allow-remote", false, "allow -listen on an address other than loopback")
+	fs.StringVar(&f.fetchFrom, "fetch-from", "", "URL of a tandem server (e.g. the trainer) to download checkpoints from when they are not in -store; for processes that share no folder")
 	fs.StringVar(&f.publicURL, "public-url", "", "URL clients reach this server at, for checkpoint archive links (default http://<listen address>)")
 	fs.StringVar(&f.role, "role", string(server.RoleBoth), "endpoints to serve: trainer, sampler or both")
 	fs.StringVar(&f.store, "store", "tandem-store", "checkpoint store folder, shared by the trainer and sampler processes of a run")
@@ -188,7 +190,13 @@ func newServer(ctx context.Context, f serveFlags, stderr io.Writer) (*server.Ser
 	if err != nil {
 		return nil, nil, nil, errors.Join(fmt.Errorf("serve: %w", err), log.Close())
 	}
-	store := ckptstore.New(st, ckptstore.Options{ArchiveBaseURL: strings.TrimSuffix(f.publicURL, "/") + archivePrefix, Signer: signer})
+	local := ckptstore.New(st, ckptstore.Options{ArchiveBaseURL: strings.TrimSuffix(f.publicURL, "/") + archivePrefix, Signer: signer})
+	var store server.CheckpointStore = local
+	if f.fetchFrom != "" {
+		if store, err = peerstore.New(local, st, peerstore.Options{PeerURL: f.fetchFrom, APIKey: f.apiKey}); err != nil {
+			return nil, nil, nil, errors.Join(usagef("serve: -fetch-from: %v", err), log.Close())
+		}
+	}
 	srv, err := server.New(cfg, server.Options{Backend: be, Store: store, OnStep: log.Append})
 	if err != nil {
 		return nil, nil, nil, errors.Join(usagef("serve: %v", err), log.Close())

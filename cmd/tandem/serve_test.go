@@ -34,6 +34,7 @@ func TestServeRefusesUnsafeStarts(t *testing.T) {
 		{"bad listen", "", []string{"-store", store, "-api-key", "k-12345678", "-listen", "nonsense"}, "want host:port"},
 		{"bad role", "k-12345678", []string{"-store", store, "-role", "judge"}, "role \"judge\" unknown"},
 		{"no threads", "k-12345678", []string{"-store", store, "-threads", "0"}, "-threads 0"},
+		{"bad peer", "k-12345678", []string{"-store", store, "-listen", "127.0.0.1:0", "-fetch-from", "trainer:8000"}, "want http://"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
