@@ -64,6 +64,7 @@ type proc struct {
 	key    string
 	addr   string // host:port, fixed after the first start
 	logDir string
+	extra  []string // more serve flags
 
 	cmd     *exec.Cmd
 	exited  chan struct{}
@@ -71,9 +72,9 @@ type proc struct {
 	starts  int
 }
 
-func startServe(t *testing.T, role, store, key string) *proc {
+func startServe(t *testing.T, role, store, key string, extra ...string) *proc {
 	t.Helper()
-	p := &proc{t: t, bin: tandemBinary(t), role: role, store: store, key: key, addr: "127.0.0.1:0", logDir: t.TempDir()}
+	p := &proc{t: t, bin: tandemBinary(t), role: role, store: store, key: key, addr: "127.0.0.1:0", logDir: t.TempDir(), extra: extra}
 	p.start()
 	t.Cleanup(p.stop)
 	return p
@@ -87,7 +88,8 @@ func (p *proc) start() {
 	p.starts++
 	logf, err := os.Create(filepath.Join(p.logDir, fmt.Sprintf("%s-%d.log", p.role, p.starts)))
 	require.NoError(p.t, err)
-	cmd := exec.Command(p.bin, "serve", "-listen", p.addr, "-role", p.role, "-store", p.store, "-threads", "1")
+	args := append([]string{"serve", "-listen", p.addr, "-role", p.role, "-store", p.store, "-threads", "1"}, p.extra...)
+	cmd := exec.Command(p.bin, args...)
 	cmd.Env = append(os.Environ(), "TANDEM_API_KEY="+p.key)
 	cmd.Stderr = logf
 	stdout, err := cmd.StdoutPipe()
