@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 )
 
 // listening is the line `tandem serve` prints once it accepts calls
@@ -51,6 +52,14 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	if build.dir != "" {
 		os.RemoveAll(build.dir)
+	}
+	if code == 0 {
+		// Every goroutine the clients, loops and helpers started has ended
+		// (idle keep-alive connections of the shared HTTP transport aside).
+		if err := goleak.Find(goleak.IgnoreTopFunction("net/http.(*persistConn).readLoop"), goleak.IgnoreTopFunction("net/http.(*persistConn).writeLoop"), goleak.IgnoreTopFunction("internal/poll.runtime_pollWait")); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
 	}
 	os.Exit(code)
 }
