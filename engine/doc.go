@@ -62,14 +62,31 @@
 // already shifted; see [LossName]. Example carries the per-token inputs
 // (weights, sampler log-probs q, advantages).
 //
+// # Shared prefixes
+//
+// In RL the examples of a group are one prompt plus different completions,
+// consecutive in a batch. The trainer finds runs of consecutive examples
+// whose inputs share a prefix of at least TrainerOptions.MinSharedPrefix
+// tokens (default [DefaultMinSharedPrefix]), choosing the runs that pack the
+// fewest rows, and computes each run's prefix once: the prefix's rows, then
+// each example's remaining tokens, whose rotary positions continue from the
+// prefix and whose attention sees the prefix and their own earlier tokens
+// only. At a shared row each example keeps its own target and loss inputs,
+// so log-probabilities, the loss and every gradient are those of the
+// unshared computation up to float rounding (tested to 1e-9 relative in
+// float64). An RL batch of 16 groups × 8 completions of a 17-token prompt
+// packs 2,622 input tokens into 606 rows and trains about 4× faster.
+// TrainerOptions.NoPrefixSharing computes every example in full.
+//
 // # Cost
 //
-// A training call caches activations: about 50 KiB per token for the
-// default config in float32 (≈150 MiB for a 3,000-token batch; calls are
-// split into micro-batches of TrainerOptions.MaxBatchTokens). A Sample call
+// A training call caches activations: about 50 KiB per packed row for the
+// default config in float32 (≈150 MiB for 3,000 rows; calls are split into
+// micro-batches of TrainerOptions.MaxBatchTokens rows). Compute and memory
+// scale with packed rows, not input tokens. A Sample call
 // keeps 2·Layers·Dim values per cached position per sample.
 //
 // The package does not import tandem's rl package; backend/local adapts it
 // to the rl contracts. Subpackages: safetensors (the file format) and
-// pretrain (the synthetic corpus and the run that makes the shipped base).
+// kernels (the matrix-product and vector kernels).
 package engine

@@ -19,18 +19,19 @@ const numKinds = int(kindUnembed) + 1
 
 // layerActs caches one block's activations for the backward pass, each
 // n×width row-major: per token 8·Dim + 4·Hidden values, plus 2 norms, plus
-// Heads·len attention probabilities, plus Rank per adapted projection.
+// Heads·(keys it attends to) attention probabilities, plus Rank per adapted
+// projection.
 type layerActs[T Float] struct {
 	xin, xn1, q, k, v, ao, xmid, xn2 []T // n×Dim
 	g, u, h, sg                      []T // n×Hidden (sg = σ(g))
 	rs1, rs2                         []T // n
-	probs                            []T // Σ Heads·len²
+	probs                            []T // Σ over spans of Heads·span.size
 	lu                               [numKinds][]T
 }
 
 // acts is the workspace of one pass: the packed batch and every cached
 // activation. Buffers are reused from pass to pass. Memory for a batch of N
-// tokens in sequences of length L: about Layers·N·(8·Dim + 4·Hidden +
+// packed rows (a shared prefix counts once) in sequences of length L: about Layers·N·(8·Dim + 4·Hidden +
 // Heads·L) + N·(Vocab + 2·Dim) elements; for the default config that is about
 // 50 KiB per token in float32 (≈ 150 MiB for 3,000 tokens).
 type acts[T Float] struct {
