@@ -103,9 +103,9 @@ type ThroughputTable struct {
 	// (Only pace keeps k = 0 strictly synchronous: see Markdown.)
 	PaceWithin bool `json:"pace_within_tolerance"`
 	// SyncReference names the run speed-ups are measured against.
-	SyncReference string `json:"sync_reference"`
-	AllWithin  bool    `json:"all_within_tolerance"`
-	Seconds   float64 `json:"seconds"`
+	SyncReference string  `json:"sync_reference"`
+	AllWithin     bool    `json:"all_within_tolerance"`
+	Seconds       float64 `json:"seconds"`
 }
 
 // idealTimes computes the ideal by Monte Carlo: each batch sends its groups
