@@ -406,3 +406,68 @@ func TestPlanRunsFindsGroups(t *testing.T) {
 	assert.Len(t, planRuns(inputs, 0, 4096), len(inputs), "minPrefix 0: no sharing")
 	assert.Len(t, planRuns(inputs[:1], 1, 4096), 1)
 }
+
+// randomGroupBatch returns consecutive groups of random sizes sharing
+// prompts of random lengths (some prompts extending the previous group's),
+// mixed with unshared examples, all within prefixConfig's context.
+func randomGroupBatch(rng *rand.Rand, vocab, context int) []Example {
+	var inputs [][]int
+	var prev []int
+	for len(inputs) < 12 {
+		if rng.IntN(4) == 0 {
+			inputs = append(inputs, randomTokens(rng, 1+rng.IntN(context), vocab))
+			continue
+		}
+		prompt := randomTokens(rng, 1+rng.IntN(context-4), vocab)
+		if prev != nil && rng.IntN(3) == 0 {
+			keep := rng.IntN(len(prev) + 1)
+			prompt = append(append([]int{}, prev[:keep]...), prompt...)[:max(1, min(len(prompt)+keep, context-4))]
+		}
+		for range 1 + rng.IntN(6) {
+			inputs = append(inputs, append(append([]int{}, prompt...), randomTokens(rng, rng.IntN(min(6, context-len(prompt))+1), vocab)...))
+		}
+		prev = prompt
+	}
+	out := make([]Example, len(inputs))
+	for i, in := range inputs {
+		out[i] = Example{Input: in, Targets: randomTokens(rng, len(in), vocab)}
+	}
+	return out
+}
+
+func TestPrefixSharingRandomBatches(t *testing.T) {
+	t.Parallel()
+	cfg := prefixConfig()
+	losses := []LossSpec{{Name: CrossEntropy}, {Name: ImportanceSampling}, {Name: PPO}, {Name: CISPO}, {Name: DRO}}
+	rng := rand.New(rand.NewPCG(21, 21))
+	sharedRuns := 0
+	for trial := range 24 {
+		o := TrainerOptions{Threads: 1 + rng.IntN(3), MinSharedPrefix: 1 + rng.IntN(8)}
+		if rng.IntN(2) == 0 {
+			o.MaxBatchTokens = 8 + rng.IntN(60)
+		}
+		full := trial%4 == 3
+		plain, sh := trainerPair[float64](t, cfg, full, o)
+		data := randomGroupBatch(rng, cfg.Vocab, cfg.Context)
+		for _, r := range sh.plan(inputsOf(data), 4096) {
+			if r.hi-r.lo > 1 {
+				sharedRuns++
+			}
+		}
+		loss := losses[trial%len(losses)]
+		compareShared(t, plain, sh, withLossInputs(t, plain, data, loss.Name), loss, 1e-9)
+		if t.Failed() {
+			t.Fatalf("trial %d: options %+v full %v loss %s", trial, o, full, loss.Name)
+		}
+	}
+	assert.Greater(t, sharedRuns, 24, "the batches share prefixes")
+	t.Logf("%d shared runs over 24 batches", sharedRuns)
+}
+
+func inputsOf(data []Example) [][]int {
+	out := make([][]int, len(data))
+	for i := range data {
+		out[i] = data[i].Input
+	}
+	return out
+}
