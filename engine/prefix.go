@@ -17,9 +17,12 @@ import "math"
 // when TrainerOptions.MinSharedPrefix is zero.
 const DefaultMinSharedPrefix = 8
 
-// maxRunExamples bounds the examples of one run the planner considers, which
-// bounds its cost at len(data)·maxRunExamples steps.
-const maxRunExamples = 1024
+// maxRunExamples bounds the examples of one run. Attention runs one task per
+// (run, head), and a run's branches all add into the prefix's key and value
+// gradients, so one huge run would leave threads idle; splitting a group of
+// more than 32 costs one more copy of its prefix per 32 examples. It also
+// bounds the planner's cost at len(inputs)·maxRunExamples steps.
+const maxRunExamples = 32
 
 // run is examples [lo, hi) of a batch laid out as one span: their first plen
 // input tokens once, then each example's remaining tokens. rows is the
@@ -58,11 +61,12 @@ func commonPrefix(a, b []int) int {
 }
 
 // planRuns splits inputs into runs of consecutive examples that minimize the
-// total packed rows. A run of two or more examples shares the longest prefix
-// common to all its inputs, which must be at least minPrefix tokens, and
-// takes at most maxRows rows; a single example is always a run of its own.
+// total packed rows. A run of two or more examples (at most maxRunExamples)
+// shares the longest prefix common to all its inputs, which must be at least
+// minPrefix tokens, and takes at most maxRows rows; a single example is
+// always a run of its own.
 // Ties keep the fewer, earlier-ending runs found first, so the plan depends
-// on the inputs only. Cost: O(len(inputs)·min(len(inputs), 1024)) steps
+// on the inputs only. Cost: O(len(inputs)·maxRunExamples) steps
 // after one pass over the tokens.
 func planRuns(inputs [][]int, minPrefix, maxRows int) []run {
 	n := len(inputs)

@@ -405,6 +405,17 @@ func TestPlanRunsFindsGroups(t *testing.T) {
 	assert.Len(t, singletonRuns(inputs), len(inputs))
 	assert.Len(t, planRuns(inputs, 0, 4096), len(inputs), "minPrefix 0: no sharing")
 	assert.Len(t, planRuns(inputs[:1], 1, 4096), 1)
+	// One prompt, more completions than a run holds: split into full runs.
+	big := make([][]int, 2*maxRunExamples+6)
+	for i := range big {
+		big[i] = append(append([]int{}, inputs[0][:17]...), i%10, 1)
+	}
+	runs = planRuns(big, DefaultMinSharedPrefix, 4096)
+	require.Len(t, runs, 3)
+	for _, r := range runs {
+		assert.LessOrEqual(t, r.hi-r.lo, maxRunExamples)
+		assert.Equal(t, 17, r.plen)
+	}
 }
 
 // randomGroupBatch returns consecutive groups of random sizes sharing
