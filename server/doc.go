@@ -15,5 +15,13 @@
 //
 // A [Server] is an http.Handler. Its state lives in memory; the step log
 // of each model ([Server.StepLog]) records every applied training call so
-// tests can check that none was lost or applied twice.
+// tests can check that none was lost or applied twice (Options.OnStep can
+// persist it; `tandem serve` appends it to a file, see package steplog).
+//
+// Tandem extensions, which other clients ignore: sample results carry
+// policy_version, the adapter version that produced them; an asample
+// request may carry min_policy_version, and is then answered from the
+// newest sampler checkpoint of the same run at least that new, waiting up
+// to Config.VersionWait for it to be published (wire.SampleRequest); GET
+// training_runs/{id}/step_log returns a model's step log.
 package server
