@@ -65,7 +65,8 @@ func arithmeticGroups(tb testing.TB) []Example {
 
 // benchTrainStep measures one importance-sampling forward-backward plus
 // AdamW step of the default model on data, reporting input tokens per
-// second and seconds per step.
+// second, seconds per step and process CPU seconds per step (steadier than
+// wall time on a shared machine).
 func benchTrainStep(b *testing.B, data []Example, opts TrainerOptions) {
 	base, err := NewModel[float32](DefaultConfig(), 1)
 	if err != nil {
@@ -79,6 +80,7 @@ func benchTrainStep(b *testing.B, data []Example, opts TrainerOptions) {
 	for _, ex := range data {
 		tokens += len(ex.Input)
 	}
+	cpu0 := processCPU()
 	b.ResetTimer()
 	for b.Loop() {
 		if _, err := tr.ForwardBackward(context.Background(), data, LossSpec{Name: ImportanceSampling}); err != nil {
@@ -90,6 +92,9 @@ func benchTrainStep(b *testing.B, data []Example, opts TrainerOptions) {
 	}
 	b.ReportMetric(float64(tokens*b.N)/b.Elapsed().Seconds(), "tokens/s")
 	b.ReportMetric(b.Elapsed().Seconds()/float64(b.N), "s/step")
+	if cpu := processCPU() - cpu0; cpu > 0 {
+		b.ReportMetric(cpu.Seconds()/float64(b.N), "cpu-s/step")
+	}
 }
 
 // BenchmarkTrainStep measures one LoRA importance-sampling forward-backward
