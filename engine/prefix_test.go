@@ -482,3 +482,21 @@ func inputsOf(data []Example) [][]int {
 	}
 	return out
 }
+
+// Examples that share no prefix keep the unshared layout: same bits.
+func TestPrefixSharingLeavesUnsharedBatchesAlone(t *testing.T) {
+	t.Parallel()
+	plain, sh := trainerPair[float32](t, prefixConfig(), false, TrainerOptions{Threads: 2})
+	data := randomExamples(rand.New(rand.NewPCG(6, 6)), 12, 20, prefixConfig().Vocab)
+	require.Len(t, sh.plan(inputsOf(data), 4096), len(data), "random inputs share no 8-token prefix")
+	want, err := plain.ForwardBackward(context.Background(), data, LossSpec{Name: CrossEntropy})
+	require.NoError(t, err)
+	got, err := sh.ForwardBackward(context.Background(), data, LossSpec{Name: CrossEntropy})
+	require.NoError(t, err)
+	assert.Equal(t, want, got)
+	for k := range plain.ps {
+		for i := range plain.ps[k].g {
+			require.Equal(t, math.Float32bits(plain.ps[k].g[i]), math.Float32bits(sh.ps[k].g[i]), "%s[%d]", plain.ps[k].name, i)
+		}
+	}
+}
