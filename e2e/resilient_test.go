@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -109,36 +110,43 @@ func datum(n int) rl.Datum {
 // uninterrupted sum, at the uninterrupted version.
 func TestTrainerRecoversExactly(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-	srv := newRestartable(t)
-	tr, err := NewTrainer(ctx, quietOptions(srv.hs.URL))
-	require.NoError(t, err)
-	defer tr.Close()
+	for _, every := range []int{1, 3} {
+		t.Run(fmt.Sprintf("save every %d", every), func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			srv := newRestartable(t)
+			opts := quietOptions(srv.hs.URL)
+			opts.SaveEvery = every
+			tr, err := NewTrainer(ctx, opts)
+			require.NoError(t, err)
+			defer tr.Close()
 
-	const tokens, n = 3, 6
-	want := 0.0
-	for i := 1; i <= n; i++ {
-		lr := float64(i) / 16
-		want += lr * tokens
-		_, err := tr.ForwardBackward(ctx, []rl.Datum{datum(tokens)}, rl.Loss{Name: rl.CrossEntropy}).Wait(ctx)
-		require.NoError(t, err)
-		if i == 5 {
-			srv.crash(100 * time.Millisecond) // the forward_backward is lost with the server
-		}
-		out, err := tr.OptimStep(ctx, rl.AdamParams{LearningRate: lr}).Wait(ctx)
-		require.NoError(t, err)
-		assert.Equal(t, policy.Version(i), out.Version)
-		_, err = tr.SaveForSampler(ctx, "s").Wait(ctx)
-		require.NoError(t, err)
-		if i == 2 {
-			srv.crash(100 * time.Millisecond)
-		}
+			const tokens, n = 3, 7
+			want := 0.0
+			for i := 1; i <= n; i++ {
+				lr := float64(i) / 16
+				want += lr * tokens
+				_, err := tr.ForwardBackward(ctx, []rl.Datum{datum(tokens)}, rl.Loss{Name: rl.CrossEntropy}).Wait(ctx)
+				require.NoError(t, err)
+				if i == 5 {
+					srv.crash(100 * time.Millisecond) // the forward_backward is lost with the server
+				}
+				out, err := tr.OptimStep(ctx, rl.AdamParams{LearningRate: lr}).Wait(ctx)
+				require.NoError(t, err)
+				assert.Equal(t, policy.Version(i), out.Version)
+				_, err = tr.SaveForSampler(ctx, fmt.Sprintf("s%d", i)).Wait(ctx)
+				require.NoError(t, err)
+				if i == 2 {
+					srv.crash(100 * time.Millisecond)
+				}
+			}
+			assert.Equal(t, 2, tr.Recoveries())
+			theta, v := srv.be.Trainer(tr.ModelID()).State()
+			assert.InDelta(t, want, theta, 1e-12, "every step applied exactly once")
+			assert.Equal(t, policy.Version(n), v)
+			assert.True(t, srv.be.Trainer(tr.ModelID()).LoadedOptimizer(), "the state was resumed with its optimizer")
+		})
 	}
-	assert.Equal(t, 2, tr.Recoveries())
-	theta, v := srv.be.Trainer(tr.ModelID()).State()
-	assert.InDelta(t, want, theta, 1e-12, "every step applied exactly once")
-	assert.Equal(t, policy.Version(n), v)
-	assert.True(t, srv.be.Trainer(tr.ModelID()).LoadedOptimizer(), "the state was resumed with its optimizer")
 }
 
 // TestTrainerPassesCallErrorsThrough: a call the server refuses for what

@@ -46,11 +46,18 @@ type Options struct {
 	// RecoverFor bounds how long one recovery keeps trying to reach a
 	// server; default 2 minutes.
 	RecoverFor time.Duration
+	// SaveEvery is how many optimizer steps a Trainer applies between the
+	// states it saves on its own (save_weights "auto-<version>"); a
+	// recovery replays at most this many steps. Default 1.
+	SaveEvery int
 	// Logger receives a line per recovery (nil = slog.Default()).
 	Logger *slog.Logger
 }
 
 func (o Options) withDefaults() Options {
+	if o.SaveEvery <= 0 {
+		o.SaveEvery = 1
+	}
 	if o.RecoverFor == 0 {
 		o.RecoverFor = 2 * time.Minute
 	}
@@ -62,8 +69,8 @@ func (o Options) withDefaults() Options {
 
 // Trainer is an rl.Trainer over a Tinker-compatible server that survives
 // the server being restarted. Calls run one at a time, in submission order,
-// on a goroutine the Trainer owns. After every applied optimizer step it
-// saves the training state (save_weights, "auto-<version>"); when a call
+// on a goroutine the Trainer owns. Every Options.SaveEvery applied optimizer
+// steps it saves the training state (save_weights, "auto-<version>"); when a call
 // fails because the server lost the model (no answer, or a 404 while
 // get_info no longer knows the model), it opens a new session, creates
 // a new model, loads the last saved state with its optimizer, replays the
@@ -85,6 +92,7 @@ type Trainer struct {
 	tr      *tinker.Trainer
 	last    *policy.Ref // last state saved or loaded
 	journal []job       // state-changing calls since last
+	steps   int         // optimizer steps in journal
 }
 
 var _ rl.Trainer = (*Trainer)(nil)
@@ -184,6 +192,9 @@ func (t *Trainer) handle(ctx context.Context, j job) {
 		t.journal = append(t.journal, j)
 	case "optim_step":
 		t.journal = append(t.journal, j)
+		if t.steps++; t.steps < t.opts.SaveEvery {
+			return
+		}
 		name := fmt.Sprintf("auto-%d", v.(rl.OptimStepOutput).Version)
 		save := job{kind: "save_state", do: func(ctx context.Context, tr *tinker.Trainer) (any, error) { return tr.SaveState(ctx, name).Wait(ctx) }}
 		if ref, err := t.withRecovery(ctx, save); err == nil {
@@ -197,7 +208,7 @@ func (t *Trainer) handle(ctx context.Context, j job) {
 }
 
 func (t *Trainer) saved(ref policy.Ref) {
-	t.last, t.journal = &ref, nil
+	t.last, t.journal, t.steps = &ref, nil, 0
 	t.saves.Add(1)
 }
 
