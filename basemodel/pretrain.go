@@ -104,7 +104,9 @@ func Pretrain(ctx context.Context, cfg PretrainConfig, threads int, observe func
 	if err != nil {
 		return nil, err
 	}
-	tr, err := engine.NewTrainer(model, engine.LoraConfig{}, engine.TrainerOptions{Threads: threads, Full: true})
+	// The shipped weights were made with every line packed on its own; shared
+	// prefixes would round differently and break the bit-for-bit promise.
+	tr, err := engine.NewTrainer(model, engine.LoraConfig{}, engine.TrainerOptions{Threads: threads, Full: true, NoPrefixSharing: true})
 	if err != nil {
 		return nil, err
 	}
