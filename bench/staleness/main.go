@@ -34,6 +34,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -115,8 +116,18 @@ func main() {
 		keepRuns = flag.Bool("keep-runs", false, "keep the learning runs' folders (metrics, checkpoints) under -out/runs-*")
 		ks       = flag.String("ks", "", "comma-separated max staleness values of both sweeps (default 0,1,2,4,8)")
 		objs     = flag.String("objectives", "", "comma-separated objectives of the learning sweep (default naive,ppo,tis,decoupled)")
+		replotIn = flag.String("replot", "", "run nothing: redraw the tables and plots of the learning.json and throughput.json in this folder into -out")
 	)
 	flag.Parse()
+	if *replotIn != "" {
+		paths, err := replot(*replotIn, *out)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "staleness:", err)
+			os.Exit(1)
+		}
+		fmt.Println(strings.Join(paths, "\n"))
+		return
+	}
 	opts := Options{Mode: "full", Out: *out, Only: *only, KeepRuns: *keepRuns,
 		Learning: fullLearning(), Throughput: fullThroughput()}
 	if *quick {
@@ -227,6 +238,75 @@ func run(ctx context.Context, opts Options, trainer trainFunc, say func(string))
 	say(fmt.Sprintf("done in %.1fs (load average %s at the start, %s at the end, GOMAXPROCS %d)",
 		res.Seconds, res.LoadAverageStart, res.LoadAverageEnd, res.GOMAXPROCS))
 	return res, nil
+}
+
+// replot reads the sweeps' JSON files from in (either may be missing, not
+// both) and writes their Markdown tables and plots under out.
+func replot(in, out string) ([]string, error) {
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return nil, err
+	}
+	var written []string
+	found := false
+	var lt LearningTable
+	if ok, err := readJSON(filepath.Join(in, "learning.json"), &lt); err != nil {
+		return nil, err
+	} else if ok {
+		found = true
+		p, err := accuracyPlot(lt)
+		if err != nil {
+			return nil, err
+		}
+		paths, err := savePlot(p, out, "accuracy_vs_k")
+		written = append(written, paths...)
+		if err != nil {
+			return written, err
+		}
+		path, err := writeText(out, "learning.md", lt.Markdown())
+		written = append(written, path)
+		if err != nil {
+			return written, err
+		}
+	}
+	var tt ThroughputTable
+	if ok, err := readJSON(filepath.Join(in, "throughput.json"), &tt); err != nil {
+		return written, err
+	} else if ok {
+		found = true
+		p, err := throughputPlot(tt)
+		if err != nil {
+			return written, err
+		}
+		paths, err := savePlot(p, out, "throughput_vs_k")
+		written = append(written, paths...)
+		if err != nil {
+			return written, err
+		}
+		path, err := writeText(out, "throughput.md", tt.Markdown())
+		written = append(written, path)
+		if err != nil {
+			return written, err
+		}
+	}
+	if !found {
+		return nil, fmt.Errorf("-replot %s: neither learning.json nor throughput.json is there", in)
+	}
+	return written, nil
+}
+
+// readJSON decodes path into v; a missing file is (false, nil).
+func readJSON(path string, v any) (bool, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return false, fmt.Errorf("%s: %w", path, err)
+	}
+	return true, nil
 }
 
 // parseLists applies the -ks and -objectives flags (empty keeps the

@@ -236,6 +236,21 @@ func TestRunWritesEverything(t *testing.T) {
 	assert.Contains(t, back, "learning")
 	assert.Contains(t, back, "throughput")
 
+	// -replot redraws the same tables from the JSON files.
+	again := t.TempDir()
+	paths, err := replot(out, again)
+	require.NoError(t, err)
+	assert.Len(t, paths, 6)
+	for _, name := range []string{"learning.md", "throughput.md"} {
+		want, err := os.ReadFile(filepath.Join(out, name))
+		require.NoError(t, err)
+		got, err := os.ReadFile(filepath.Join(again, name))
+		require.NoError(t, err)
+		assert.Equal(t, string(want), string(got), name)
+	}
+	_, err = replot(t.TempDir(), again)
+	require.ErrorContains(t, err, "neither learning.json nor throughput.json")
+
 	// The learning runs' folders are removed unless asked to keep them.
 	entries, err := os.ReadDir(out)
 	require.NoError(t, err)
