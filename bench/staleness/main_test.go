@@ -15,6 +15,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/tandemrl/tandem/backend/sim"
+	"github.com/tandemrl/tandem/policy"
 	"github.com/tandemrl/tandem/rl"
 	"github.com/tandemrl/tandem/rl/algo"
 	"github.com/tandemrl/tandem/train"
@@ -284,4 +286,57 @@ func TestLearningOnEngine(t *testing.T) {
 	assert.Positive(t, c.SamplesPerSecond.Mean)
 	assert.LessOrEqual(t, c.MaxStalenessSeen, 1)
 	assert.InDelta(t, 0.5, c.BaseAccuracy.Mean, 0.5) // a fraction of 5 problems
+}
+
+// A replica runs at most its slots at once, and a call that waited for a
+// slot still samples the version served when it was made.
+func TestReplicaSlotsAndPinnedVersion(t *testing.T) {
+	t.Parallel()
+	const lat = 30 * time.Millisecond
+	r := newReplica(1, 3, sim.Fixed(lat), 7)
+	ctx := context.Background()
+	prompt := rl.Tokens([]int{1, 2})
+	type result struct {
+		out rl.SampleOutput
+		err error
+		at  time.Duration
+	}
+	began := time.Now()
+	first, second := make(chan result, 1), make(chan result, 1)
+	go func() {
+		out, err := r.Sample(ctx, prompt, 2, rl.SamplingParams{})
+		first <- result{out, err, time.Since(began)}
+	}()
+	require.Eventually(t, func() bool { return len(r.slots) == 1 }, time.Second, time.Millisecond) // the first call holds the only slot
+	go func() {
+		out, err := r.Sample(ctx, prompt, 1, rl.SamplingParams{MaxTokens: 2})
+		second <- result{out, err, time.Since(began)}
+	}()
+	require.Eventually(t, func() bool { return r.calls.Load() == 2 }, time.Second, time.Millisecond) // the second call is made, at version 0
+	require.NoError(t, r.Load(ctx, policy.Ref{Version: 5}))
+	a, b := <-first, <-second
+	require.NoError(t, a.err)
+	require.NoError(t, b.err)
+	assert.GreaterOrEqual(t, b.at, 2*lat, "the second call waited for the first one's slot")
+	assert.Equal(t, policy.Version(0), a.out.Version)
+	assert.Equal(t, policy.Version(0), b.out.Version, "the version is the one served when the call was made")
+	require.Len(t, a.out.Sequences, 2)
+	require.Len(t, b.out.Sequences, 1)
+	assert.Len(t, b.out.Sequences[0].Tokens, 2) // MaxTokens caps the 3 tokens
+	for _, seq := range a.out.Sequences {
+		require.Len(t, seq.Tokens, 3)
+		for j, tok := range seq.Tokens {
+			assert.Equal(t, sim.LogProb(0, tok, prompt.Len()+j), seq.Logprobs[j])
+		}
+	}
+	out, err := r.Sample(ctx, prompt, 1, rl.SamplingParams{})
+	require.NoError(t, err)
+	assert.Equal(t, policy.Version(5), out.Version)
+
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	_, err = r.Sample(cctx, prompt, 1, rl.SamplingParams{})
+	require.ErrorIs(t, err, context.Canceled)
+	_, err = r.Sample(ctx, prompt, 0, rl.SamplingParams{})
+	require.ErrorContains(t, err, "n=0")
 }
