@@ -79,15 +79,17 @@ func TestDropTranscript(t *testing.T) {
 
 func TestRequeueCountsRequeued(t *testing.T) {
 	t.Parallel()
-	c, err := NewCore(Config{GroupsPerBatch: 1, Policy: rl.Requeue})
+	c, err := NewCore(Config{GroupsPerBatch: 1, MaxStaleness: 1, Policy: rl.Requeue})
 	require.NoError(t, err)
 	c.Serve(0)
 	admitPut(t, c, 0, 0)
 	admitPut(t, c, 1, 0)
+	admitPut(t, c, 2, 0)
 	require.True(t, c.CanTake())
 	c.Take(nil)
-	got := c.Expire(1, nil)
-	assert.Equal(t, []uint64{1}, ids(got))
+	c.Take(nil)
+	got := c.Expire(2, nil)
+	assert.Equal(t, []uint64{2}, ids(got))
 	assert.Equal(t, int64(1), c.Stats().Requeued)
 	assert.Equal(t, int64(0), c.Stats().Dropped)
 }

@@ -159,10 +159,19 @@ func (c *Core) CanAdmit() bool {
 	if !c.hasServed {
 		return false
 	}
-	if c.cfg.Pace {
+	// Pacing's window; with k = 0 it also applies to drop and requeue, so
+	// that synchronous RL admits one batch per version and wastes nothing
+	// (without it, workers that finish early start rollouts that can only
+	// expire).
+	if c.cfg.Pace || c.cfg.MaxStaleness == 0 {
 		alive := c.st.Trained + c.untrained
 		window := (c.kSteps + c.step(c.served) + 1) * int64(c.cfg.GroupsPerBatch)
-		return alive < window && c.untrained < int64(c.cfg.Limit)
+		if alive >= window || c.untrained >= int64(c.cfg.Limit) {
+			return false
+		}
+		if c.cfg.Pace {
+			return true
+		}
 	}
 	return int64(c.Target()-c.served) <= int64(c.cfg.MaxStaleness)
 }

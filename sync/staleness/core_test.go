@@ -96,18 +96,41 @@ func TestPaceTranscript(t *testing.T) {
 
 func TestLagRuleWithoutPace(t *testing.T) {
 	t.Parallel()
-	c, err := NewCore(Config{MaxStaleness: 0, GroupsPerBatch: 1})
+	c, err := NewCore(Config{MaxStaleness: 1, GroupsPerBatch: 1})
 	require.NoError(t, err)
 	c.Serve(0)
+	for i := range 3 {
+		_, ok := c.Admit()
+		require.True(t, ok, "no pacing at k ≥ 1: admission %d is bounded by workers and the buffer, not by a window", i)
+	}
+	c.Finish(0, true)
+	c.Take()
+	c.Finish(0, true)
+	c.Take()
 	_, ok := c.Admit()
-	require.True(t, ok)
+	assert.False(t, ok, "the learner is 2 versions ahead of the served 0: nothing starts until the sampler catches up")
+	c.Serve(1)
 	_, ok = c.Admit()
-	require.True(t, ok, "no pacing: admission is bounded by workers and the buffer, not by a window")
+	assert.True(t, ok)
+}
+
+func TestSynchronousWithoutPaceAdmitsOneBatchPerVersion(t *testing.T) {
+	t.Parallel()
+	c, err := NewCore(Config{MaxStaleness: 0, GroupsPerBatch: 2})
+	require.NoError(t, err)
+	c.Serve(0)
+	for range 2 {
+		_, ok := c.Admit()
+		require.True(t, ok)
+	}
+	_, ok := c.Admit()
+	require.False(t, ok, "k = 0: one batch per version, nothing that could only expire")
+	c.Finish(0, true)
 	c.Finish(0, true)
 	require.True(t, c.CanTake())
 	c.Take()
 	_, ok = c.Admit()
-	assert.False(t, ok, "k=0: after a batch is taken nothing starts until the sampler serves the new version")
+	assert.False(t, ok, "k = 0: after a batch is taken nothing starts until the sampler serves the new version")
 	c.Serve(1)
 	_, ok = c.Admit()
 	assert.True(t, ok)
