@@ -100,7 +100,6 @@ type ThroughputTable struct {
 	Cells    []ThroughputCell   `json:"cells"`
 	// PaceWithin says whether every asynchronous pace cell's speed-up is
 	// within Tolerance of the ideal; AllWithin the same for every policy.
-	// (Only pace keeps k = 0 strictly synchronous: see Markdown.)
 	PaceWithin bool `json:"pace_within_tolerance"`
 	// SyncReference names the run speed-ups are measured against.
 	SyncReference string  `json:"sync_reference"`
@@ -296,10 +295,9 @@ func runThroughput(ctx context.Context, s ThroughputSettings, progress func(stri
 }
 
 // score fills every cell's ideal, efficiency and speed-ups and the table's
-// verdicts. The synchronous reference is the pace k = 0 cell, the only
-// strictly synchronous run (drop and requeue admit extra rollouts while a
-// batch fills; see Markdown); without one each policy's own k = 0 cell
-// serves.
+// verdicts. The synchronous reference is the pace k = 0 cell (pace admits
+// exactly one batch per version); without one each policy's own k = 0
+// cell serves.
 func (t *ThroughputTable) score() {
 	s, id := t.Settings, t.Ideal
 	own := map[rl.StalePolicy]float64{}
@@ -367,9 +365,8 @@ func (t ThroughputTable) Markdown() string {
 		"Ideal (S by Monte Carlo over %d batches): S = %.1f ms per batch; sync T+S = %.1f ms per step; async max(T,S) = %.1f ms per step "+
 		"plus S once to fill the pipeline; speed-up over %d steps %.3f. "+
 		"Speed-ups are over the synchronous reference (%s); ✗ marks an asynchronous cell more than %.0f%% from the ideal speed-up. "+
-		"Drop and requeue admit a new rollout whenever the sampler is at most k versions behind, so at k = 0 they keep launching rollouts "+
-		"while a batch fills: the batch takes the first groups to finish and the stragglers are dropped or requeued (the wasted column), "+
-		"which beats T+S; pace admits exactly one batch per version.\n\n%s",
+		"Wasted samples are those of groups that expired (dropped or requeued): pace never lets a group expire, while drop and "+
+		"requeue, at k ≥ 1, admit whenever the sampler is at most k versions behind and lose what waits too long in a full buffer.\n\n%s",
 		s.Steps, s.GroupsPerBatch, s.GroupSize, s.TrainerTime, s.GenMedian, s.GenSigma, s.Replicas, s.Slots, id.MonteCarloBatches,
 		1e3*id.BatchSeconds, 1e3*id.SyncStepSeconds, 1e3*id.AsyncStepSeconds, s.Steps, id.Speedup, t.SyncReference, 100*s.Tolerance, mdTable(header, rows))
 }
