@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -14,6 +15,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/vg"
 
 	"github.com/tandemrl/tandem/backend/sim"
 	"github.com/tandemrl/tandem/policy"
@@ -339,4 +342,39 @@ func TestReplicaSlotsAndPinnedVersion(t *testing.T) {
 	require.ErrorIs(t, err, context.Canceled)
 	_, err = r.Sample(ctx, prompt, 0, rl.SamplingParams{})
 	require.ErrorContains(t, err, "n=0")
+}
+
+// -replot reads files a person may have edited: whatever they hold, the
+// tables either fail to decode or render as Markdown and SVG plots without
+// panicking. (PNG rendering is left to TestRunWritesEverything: it is too
+// slow for the fuzzer.)
+func FuzzTables(f *testing.F) {
+	f.Add([]byte(`{"settings":{"ks":[0,2],"seeds":[1,2],"steps":3,"target_accuracy":0.5},"cells":[{"k":0,"objective":"naive","final_accuracy":{"mean":0.5,"std":0.1,"n":2},"runs":[{},{}]},{"k":2,"objective":"naive","final_accuracy":{"mean":0.4,"n":1},"runs":[{}]}]}`),
+		[]byte(`{"settings":{"ks":[0,1],"steps":3,"tolerance":0.05},"ideal":{"sync_run_seconds":1,"async_run_seconds":0.5},"cells":[{"policy":"pace","k":0,"steps_per_second":3},{"policy":"pace","k":1,"steps_per_second":6}]}`))
+	f.Add([]byte(`{"cells":[]}`), []byte(`{}`))
+	f.Add([]byte(`{"cells":[{"objective":"ppo","k":-3,"final_accuracy":{"mean":1e300}}]}`), []byte(`{"cells":[{"k":1,"steps_per_second":-1e300}],"ideal":{"sync_run_seconds":-1}}`))
+	f.Add([]byte(`not json`), []byte(`[1,2]`))
+	f.Fuzz(func(t *testing.T, learning, throughput []byte) {
+		var lt LearningTable
+		if json.Unmarshal(learning, &lt) == nil {
+			_ = lt.Markdown()
+			if p, err := accuracyPlot(lt); err == nil {
+				renderSVG(t, p)
+			}
+		}
+		var tt ThroughputTable
+		if json.Unmarshal(throughput, &tt) == nil {
+			tt.score()
+			_ = tt.Markdown()
+			if p, err := throughputPlot(tt); err == nil {
+				renderSVG(t, p)
+			}
+		}
+	})
+}
+
+func renderSVG(t *testing.T, p *plot.Plot) {
+	w, err := p.WriterTo(6*vg.Inch, 4*vg.Inch, "svg")
+	require.NoError(t, err)
+	_, _ = w.WriteTo(io.Discard) // an error (a degenerate axis) is fine; a panic is not
 }
