@@ -11,7 +11,8 @@ import (
 )
 
 // guess is one episode of guess-the-number: the model names a number, the
-// environment answers "Higher." or "Lower.", for at most maxTurns turns.
+// environment answers "Higher?" or "Lower?" (asking for the next guess), for
+// at most maxTurns turns.
 // Finding the number earns 1, minus 0.1 for every extra turn it took.
 type guess struct {
 	secret   int
@@ -21,11 +22,17 @@ type guess struct {
 	tok      engine.Tokenizer
 }
 
-const question = "What is my number?"
+const question = "What is it?"
+
+// maxContext is the model's context; an episode that would outgrow it ends.
+const maxContext = 128
+
+// actionTokens bounds one guess.
+const actionTokens = 6
 
 func newGuess(secret, maxTurns int) *guess {
 	g := &guess{secret: secret, maxTurns: maxTurns}
-	g.context = append([]int{engine.BOS}, g.encode("I think of a number from 0 to 99.\n"+question)...)
+	g.context = append([]int{engine.BOS}, g.encode("My number is 0 to 99.\n"+question)...)
 	return g
 }
 
@@ -41,7 +48,7 @@ func (g *guess) encode(s string) []int {
 // model's turn ends at a newline.
 func (g *guess) Observe(context.Context) (rl.ModelInput, rollout.StopCondition, error) {
 	obs := append([]int(nil), g.context...)
-	return rl.Tokens(obs), rollout.StopCondition{MaxTokens: 6, StopTokens: []int{engine.Newline}}, nil
+	return rl.Tokens(obs), rollout.StopCondition{MaxTokens: actionTokens, StopTokens: []int{engine.Newline}}, nil
 }
 
 // Step implements rollout.Env.
@@ -55,16 +62,21 @@ func (g *guess) Step(_ context.Context, action []int) (rollout.StepResult, error
 	case g.turn >= g.maxTurns:
 		return rollout.StepResult{Done: true, Metrics: map[string]float64{"turns": float64(g.turn)}}, nil
 	}
-	hint := "Higher."
+	hint := "Higher?"
 	if !ok {
-		hint = "Say a number."
+		hint = "A number?"
 	} else if int(n) > g.secret {
-		hint = "Lower."
+		hint = "Lower?"
 	}
 	if g.context[len(g.context)-1] != engine.Newline {
 		g.context = append(g.context, engine.Newline)
 	}
-	g.context = append(g.context, g.encode(hint+"\n"+question)...)
+	g.context = append(g.context, g.encode(hint)...)
+	if len(g.context)+actionTokens > maxContext {
+		// Another turn would not fit the model's context: the episode ends
+		// unsolved.
+		return rollout.StepResult{Done: true, Metrics: map[string]float64{"turns": float64(g.turn), "out_of_context": 1}}, nil
+	}
 	return rollout.StepResult{}, nil
 }
 

@@ -1,5 +1,5 @@
 // Command multiturn trains a policy on a multi-turn environment:
-// guess-the-number with "Higher."/"Lower." feedback after each guess. Each
+// guess-the-number with "Higher?"/"Lower?" feedback after each guess. Each
 // turn is a Transition of the trajectory; the group-relative algorithm gives
 // every turn of an episode the episode's advantage.
 //
@@ -25,7 +25,7 @@ import (
 
 func main() {
 	steps := flag.Int("steps", 20, "learner steps")
-	turns := flag.Int("turns", 6, "guesses per episode")
+	turns := flag.Int("turns", 7, "guesses per episode (an episode also ends when another turn would not fit the context)")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
@@ -58,7 +58,7 @@ func main() {
 		Trainer: trainer, Samplers: []rl.Sampler{sampler},
 		Dataset: rollout.NewSliceDataset(problems, 0, -1), Decode: tok.Decode,
 		Observer: func(m loop.StepMetrics) {
-			fmt.Printf("step %3d  mean return %.3f  (%d turns sampled)\n", m.Step+1, m.MeanReward, m.Samples)
+			fmt.Printf("step %3d  mean return %.3f  (%d episodes)\n", m.Step+1, m.MeanReward, m.Samples)
 		},
 	})
 	if err != nil {
