@@ -135,4 +135,3 @@ func (s *Sampler) Load(ctx context.Context, ref policy.Ref) error {
 	s.version.Store(int64(version))
 	return nil
 }
-

@@ -30,15 +30,15 @@ import (
 )
 
 type shapes struct {
-	Threads     int `json:"threads"`
-	TrainBatch  int `json:"train_batch"`
-	TrainSeq    int `json:"train_seq"`
-	TrainSteps  int `json:"train_steps"`
-	PromptLen   int `json:"prompt_len"`
-	N           int `json:"n"`
-	NewTokens   int `json:"new_tokens"`
-	SampleReps  int `json:"sample_reps"`
-	Rank        int `json:"rank"`
+	Threads    int `json:"threads"`
+	TrainBatch int `json:"train_batch"`
+	TrainSeq   int `json:"train_seq"`
+	TrainSteps int `json:"train_steps"`
+	PromptLen  int `json:"prompt_len"`
+	N          int `json:"n"`
+	NewTokens  int `json:"new_tokens"`
+	SampleReps int `json:"sample_reps"`
+	Rank       int `json:"rank"`
 	engine.Config
 }
 

@@ -59,7 +59,7 @@ type Proc struct {
 	name string
 	sem  chan struct{}
 
-	mu     sync.Mutex
+	mu      sync.Mutex
 	nextID  uint64
 	cur     *process
 	retired []*process // earlier incarnations, waited for by Close
