@@ -6,9 +6,6 @@
 // process; another kills the processes (SIGKILL) mid-run, restarts them,
 // and audits the trainer's persisted step log and every checkpoint.
 //
-// The package itself holds what such a client needs to ride out those
-// kills: a Trainer that, when its server stops knowing its model, opens a
-// new session, recreates the model, loads the last saved state (with the
-// optimizer) and replays the calls made since; and a Sampler that reopens
-// its session and reloads the served adapter. The tests skip under -short.
+// The client side that rides out those kills is backend/tinker/resilient.
+// The process tests skip under -short.
 package e2e

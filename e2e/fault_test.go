@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tandemrl/tandem/backend/tinker"
+	"github.com/tandemrl/tandem/backend/tinker/resilient"
 	"github.com/tandemrl/tandem/basemodel"
 	"github.com/tandemrl/tandem/policy"
 	"github.com/tandemrl/tandem/rl/loop"
@@ -53,10 +54,10 @@ func TestRemoteLoopSurvivesKills(t *testing.T) {
 	client := func(p *proc) tinker.Options {
 		return tinker.Options{BaseURL: p.url(), APIKey: apiKey, RetryInitial: 50 * time.Millisecond, RetryMax: 500 * time.Millisecond, RetryMaxElapsed: 2 * time.Second}
 	}
-	tr, err := NewTrainer(ctx, Options{Client: client(procs["trainer"]), Base: basemodel.Name, Lora: lora, Logger: logger})
+	tr, err := resilient.NewTrainer(ctx, resilient.Options{Client: client(procs["trainer"]), Base: basemodel.Name, Lora: lora, Logger: logger})
 	require.NoError(t, err)
 	defer tr.Close()
-	smp, err := NewSampler(ctx, Options{Client: client(procs["sampler"]), Base: basemodel.Name, Logger: logger})
+	smp, err := resilient.NewSampler(ctx, resilient.Options{Client: client(procs["sampler"]), Base: basemodel.Name, Logger: logger})
 	require.NoError(t, err)
 	defer smp.Close()
 

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tandemrl/tandem/backend/tinker"
+	"github.com/tandemrl/tandem/backend/tinker/resilient"
 	"github.com/tandemrl/tandem/policy"
 	"github.com/tandemrl/tandem/rl"
 	"github.com/tandemrl/tandem/server"
@@ -87,8 +88,8 @@ func (r *restartable) crash(d time.Duration) {
 	r.mu.Unlock()
 }
 
-func quietOptions(url string) Options {
-	return Options{
+func quietOptions(url string) resilient.Options {
+	return resilient.Options{
 		Client: tinker.Options{BaseURL: url, APIKey: apiKey, RetryInitial: 10 * time.Millisecond, RetryMax: 50 * time.Millisecond, RetryMaxElapsed: 200 * time.Millisecond, PollInterval: time.Millisecond},
 		Base:   fakeBase, Lora: lora, RecoverFor: 10 * time.Second,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
@@ -117,7 +118,7 @@ func TestTrainerRecoversExactly(t *testing.T) {
 			srv := newRestartable(t)
 			opts := quietOptions(srv.hs.URL)
 			opts.SaveEvery = every
-			tr, err := NewTrainer(ctx, opts)
+			tr, err := resilient.NewTrainer(ctx, opts)
 			require.NoError(t, err)
 			defer tr.Close()
 
@@ -155,7 +156,7 @@ func TestTrainerPassesCallErrorsThrough(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	srv := newRestartable(t)
-	tr, err := NewTrainer(ctx, quietOptions(srv.hs.URL))
+	tr, err := resilient.NewTrainer(ctx, quietOptions(srv.hs.URL))
 	require.NoError(t, err)
 	defer tr.Close()
 	_, err = tr.LoadState(ctx, policy.Ref{URI: "tinker://nobody/weights/nothing"}, true).Wait(ctx)
@@ -170,7 +171,7 @@ func TestSamplerRecoversItsVersion(t *testing.T) {
 	ctx := context.Background()
 	srv := newRestartable(t)
 	opts := quietOptions(srv.hs.URL)
-	tr, err := NewTrainer(ctx, opts)
+	tr, err := resilient.NewTrainer(ctx, opts)
 	require.NoError(t, err)
 	defer tr.Close()
 	_, err = tr.ForwardBackward(ctx, []rl.Datum{datum(2)}, rl.Loss{Name: rl.CrossEntropy}).Wait(ctx)
@@ -180,7 +181,7 @@ func TestSamplerRecoversItsVersion(t *testing.T) {
 	ref, err := tr.SaveForSampler(ctx, "v1").Wait(ctx)
 	require.NoError(t, err)
 
-	smp, err := NewSampler(ctx, opts)
+	smp, err := resilient.NewSampler(ctx, opts)
 	require.NoError(t, err)
 	defer smp.Close()
 	require.NoError(t, smp.Load(ctx, ref))
@@ -225,6 +226,6 @@ func TestRecoverable(t *testing.T) {
 		{context.Canceled, false},
 	}
 	for _, c := range cases {
-		assert.Equal(t, c.want, Recoverable(c.err), "%v", c.err)
+		assert.Equal(t, c.want, resilient.Recoverable(c.err), "%v", c.err)
 	}
 }

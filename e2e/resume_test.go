@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tandemrl/tandem/backend/tinker"
+	"github.com/tandemrl/tandem/backend/tinker/resilient"
 	"github.com/tandemrl/tandem/basemodel"
 	"github.com/tandemrl/tandem/engine"
 	"github.com/tandemrl/tandem/rl"
@@ -41,11 +42,11 @@ func TestResumeMatchesUninterrupted(t *testing.T) {
 	const n = 6
 	run := func(kills map[int]string) []float64 {
 		p := startServe(t, "trainer", t.TempDir(), apiKey)
-		opts := Options{
+		opts := resilient.Options{
 			Client: tinker.Options{BaseURL: p.url(), APIKey: apiKey, RetryInitial: 20 * time.Millisecond, RetryMax: 200 * time.Millisecond, RetryMaxElapsed: time.Second},
 			Base:   basemodel.Name, Lora: lora, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		}
-		tr, err := NewTrainer(ctx, opts)
+		tr, err := resilient.NewTrainer(ctx, opts)
 		require.NoError(t, err)
 		defer tr.Close()
 		crash := func() { p.kill(); p.start() }
