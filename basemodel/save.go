@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/tandemrl/tandem/internal/atomicfile"
+
 	"github.com/tandemrl/tandem/engine"
 	"github.com/tandemrl/tandem/engine/safetensors"
 )
@@ -27,7 +29,7 @@ func Save(path string, m *engine.Model[float32], recipe Recipe) error {
 	if err != nil {
 		return err
 	}
-	return safetensors.AtomicWrite(path+".recipe.json", append(b, '\n'))
+	return atomicfile.Write(path+".recipe.json", append(b, '\n'))
 }
 
 // Recipe records how a base model was made and how it came out.

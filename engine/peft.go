@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/tandemrl/tandem/internal/atomicfile"
+
 	"github.com/tandemrl/tandem/engine/safetensors"
 )
 
@@ -66,7 +68,7 @@ func SaveAdapter[T Float](dir string, a *Adapter[T], baseModel string) error {
 	if err := safetensors.WriteFile(filepath.Join(dir, AdapterWeightsFile), ts, meta); err != nil {
 		return err
 	}
-	return safetensors.AtomicWrite(filepath.Join(dir, AdapterConfigFile), append(cj, '\n'))
+	return atomicfile.Write(filepath.Join(dir, AdapterConfigFile), append(cj, '\n'))
 }
 
 // LoadAdapter reads a PEFT adapter folder for a model of shape cfg. It

@@ -2,6 +2,7 @@ package runlog
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -81,7 +82,7 @@ func ReadMetrics(r io.Reader) ([]Record, error) {
 			continue
 		}
 		var rec Record
-		dec := json.NewDecoder(bytesReader(b))
+		dec := json.NewDecoder(bytes.NewReader(b))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&rec); err != nil {
 			return out, fmt.Errorf("metrics line %d: %w", line, err)

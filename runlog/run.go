@@ -2,13 +2,14 @@ package runlog
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
+
+	"github.com/tandemrl/tandem/internal/atomicfile"
 )
 
 // File names inside a run folder.
@@ -40,7 +41,7 @@ func Open(dir string, config any) (*Run, error) {
 	if err != nil {
 		return nil, fmt.Errorf("runlog: encode config: %w", err)
 	}
-	if err := writeFileAtomic(filepath.Join(dir, ConfigFile), append(b, '\n')); err != nil {
+	if err := atomicfile.Write(filepath.Join(dir, ConfigFile), append(b, '\n')); err != nil {
 		return nil, fmt.Errorf("runlog: write config: %w", err)
 	}
 	path := filepath.Join(dir, MetricsFile)
@@ -97,7 +98,7 @@ func (r *Run) WriteJSON(name string, v any) error {
 	if err != nil {
 		return fmt.Errorf("runlog: encode %s: %w", name, err)
 	}
-	return writeFileAtomic(filepath.Join(r.dir, name), append(b, '\n'))
+	return atomicfile.Write(filepath.Join(r.dir, name), append(b, '\n'))
 }
 
 // Close syncs and closes metrics.jsonl and renders the plots into
@@ -129,28 +130,6 @@ func (r *Run) Close() error {
 	}
 	return nil
 }
-
-func writeFileAtomic(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
-}
-
-func bytesReader(b []byte) *bytes.Reader { return bytes.NewReader(b) }
 
 // SetAccuracy records a held-out accuracy measured after the fact for the
 // record of step, so the plots show it. metrics.jsonl is not rewritten; the

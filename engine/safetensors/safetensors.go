@@ -17,10 +17,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/tandemrl/tandem/internal/atomicfile"
 )
 
 // DType is a tensor element type.
@@ -263,27 +264,5 @@ func WriteFile(path string, tensors []Named, metadata map[string]string) error {
 	if err != nil {
 		return err
 	}
-	return AtomicWrite(path, b)
-}
-
-// AtomicWrite writes data to path through a synced temporary file and a
-// rename, so readers see the old file or the whole new one.
-func AtomicWrite(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name()) // no-op after the rename
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	return atomicfile.Write(path, b)
 }
