@@ -27,7 +27,8 @@ type Config struct {
 	// Lora selects the adapters.
 	Lora engine.LoraConfig `json:"lora"`
 	// Algo configures GRPO: the objective (naive, ppo, tis, decoupled),
-	// advantage normalization, dynamic sampling and the KL penalty.
+	// advantage normalization, dynamic sampling and the KL penalty. The
+	// objective chooses the trainer's loss; RL.Loss is not used.
 	Algo algo.Config `json:"algo"`
 	// FormatWeight is the weight of the format term of the reward (the
 	// correctness term weighs 1).
@@ -76,7 +77,6 @@ func DefaultConfig() Config {
 			MaxStaleness:   2,
 			StalePolicy:    rl.Pace,
 			Steps:          80,
-			Loss:           rl.Loss{Name: rl.ImportanceSampling},
 			Adam:           rl.AdamParams{LearningRate: 2e-3, Beta1: 0.9, Beta2: 0.95, Eps: 1e-8, GradClipNorm: 1},
 			Sampling:       rl.SamplingParams{MaxTokens: 24, Temperature: 1, StopTokens: []int{engine.Newline, engine.EOS}},
 			Seed:           1,
@@ -95,7 +95,7 @@ func DefaultConfig() Config {
 	}
 }
 
-// merge fills c's zero fields from d.
+// withDefaults fills c's zero fields from DefaultConfig.
 func (c Config) withDefaults() Config {
 	d := DefaultConfig()
 	if c.Name == "" {
@@ -115,9 +115,6 @@ func (c Config) withDefaults() Config {
 	}
 	if c.RL.Steps == 0 {
 		c.RL.Steps = d.RL.Steps
-	}
-	if c.RL.Loss.Name == "" {
-		c.RL.Loss = d.RL.Loss
 	}
 	if c.RL.Adam == (rl.AdamParams{}) {
 		c.RL.Adam = d.RL.Adam

@@ -147,9 +147,7 @@ func Run(ctx context.Context, cfg Config, hooks Hooks) (Summary, error) {
 	// The base, measured before anything trains.
 	held := heldOut(cfg.EvalProblems)
 	sum.HeldOutProblems = len(held)
-	evalParams := cfg.RL.Sampling
-	evalParams.Seed = nil
-	baseEval, err := evaluate(ctx, base, nil, cfg, held)
+	baseEval, err := evaluate(ctx, base, shelf, nil, cfg, held)
 	if err != nil {
 		return sum, err
 	}
@@ -284,11 +282,7 @@ func Run(ctx context.Context, cfg Config, hooks Hooks) (Summary, error) {
 		if !ok {
 			continue
 		}
-		_, ad, ok := shelf.Get(ref.URI)
-		if !ok {
-			continue
-		}
-		acc, err := evaluate(ctx, base, ad, cfg, held)
+		acc, err := evaluate(ctx, base, shelf, &ref, cfg, held)
 		if err != nil {
 			return sum, err
 		}
@@ -312,34 +306,21 @@ func Run(ctx context.Context, cfg Config, hooks Hooks) (Summary, error) {
 	return sum, nil
 }
 
-// evaluate measures held-out accuracy of base with adapter ad (nil: the
-// base alone) on a private sampler using every core.
-func evaluate(ctx context.Context, base *engine.Model[float32], ad *engine.Adapter[float32], cfg Config, held []arithmetic.Problem) (float64, error) {
-	s, err := engine.NewSampler(base, engine.SamplerOptions{Threads: max(cfg.TrainerThreads+cfg.SamplerThreads, 1)})
+// evaluate measures held-out accuracy of the version ref names (nil: the
+// base alone), served from the shelf by a private sampler using every core
+// the job was given.
+func evaluate(ctx context.Context, base *engine.Model[float32], shelf *local.Shelf, ref *policy.Ref, cfg Config, held []arithmetic.Problem) (float64, error) {
+	s, err := local.NewSampler(base, local.SamplerOptions{Threads: cfg.TrainerThreads + cfg.SamplerThreads, Shelf: shelf})
 	if err != nil {
 		return 0, err
 	}
-	if err := s.SetAdapter(ad); err != nil {
-		return 0, err
-	}
-	params := cfg.RL.Sampling
-	correct := 0
-	for i, p := range held {
-		sp := engineParams(params, cfg.RL.Seed*7919+int64(i))
-		seqs, _, err := s.Sample(ctx, promptTokens(p), 1, sp)
-		if err != nil {
-			return 0, fmt.Errorf("evaluate %v: %w", p, err)
-		}
-		if ok, _ := arithmetic.Grade(p, tok.Decode(seqs[0].Tokens)); ok {
-			correct++
+	if ref != nil {
+		if err := s.Load(ctx, *ref); err != nil {
+			return 0, err
 		}
 	}
-	return float64(correct) / float64(len(held)), nil
-}
-
-func engineParams(p rl.SamplingParams, seed int64) engine.SampleParams {
-	return engine.SampleParams{MaxTokens: p.MaxTokens, Temperature: p.Temperature, TopK: p.TopK, TopP: p.TopP,
-		Seed: seed, StopStrings: p.StopStrings, StopTokens: p.StopTokens}
+	res, err := arithmetic.Evaluate(ctx, s, tok, []int{engine.BOS}, held, cfg.RL.Sampling, cfg.RL.Seed*7919, 1)
+	return res.Accuracy, err
 }
 
 func persistSampler(ctx context.Context, t *local.Trainer, store *checkpoint.Store, ref policy.Ref) error {

@@ -64,15 +64,7 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		cfg = c
 	}
-	var ferr error
-	fs.Visit(func(f *flag.Flag) {
-		if ferr == nil {
-			ferr = applyFlag(&cfg, f)
-		}
-	})
-	if ferr != nil {
-		return ferr
-	}
+	fs.Visit(func(f *flag.Flag) { applyFlag(&cfg, f) })
 	if err := cfg.Validate(); err != nil {
 		return usagef("%v", err)
 	}
@@ -111,7 +103,7 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 }
 
 // applyFlag sets the config field a command-line flag names.
-func applyFlag(c *train.Config, f *flag.Flag) error {
+func applyFlag(c *train.Config, f *flag.Flag) {
 	g := f.Value.(flag.Getter).Get()
 	switch f.Name {
 	case "name":
@@ -178,7 +170,6 @@ func applyFlag(c *train.Config, f *flag.Flag) error {
 	case "base":
 		c.BaseModel = g.(string)
 	}
-	return nil
 }
 
 func pluginOf(p *train.PluginConfig) *train.PluginConfig {
