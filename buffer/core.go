@@ -62,27 +62,27 @@ func (c Config) withDefaults() Config {
 	if c.Policy == "" {
 		c.Policy = rl.Pace
 	}
-	if c.Limit == 0 {
-		c.Limit = (max(c.MaxStaleness, 0) + 1) * c.GroupsPerBatch
-	}
-	if c.VersionsPerStep == 0 {
-		c.VersionsPerStep = 1
-	}
 	return c
+}
+
+// gate is the admission gate's configuration: the buffer's bounds are the
+// gate's, so their defaults and checks live there.
+func (c Config) gate() staleness.Config {
+	return staleness.Config{
+		MaxStaleness:    c.MaxStaleness,
+		GroupsPerBatch:  c.GroupsPerBatch,
+		Limit:           c.Limit,
+		Pace:            c.Policy == rl.Pace,
+		VersionsPerStep: c.VersionsPerStep,
+		Start:           c.Start,
+	}
 }
 
 // Validate checks every field; errors name the field and what is allowed.
 func (c Config) Validate() error {
 	c = c.withDefaults()
-	switch {
-	case c.GroupsPerBatch < 1:
-		return fmt.Errorf("%w: GroupsPerBatch is %d; must be ≥ 1", ErrConfig, c.GroupsPerBatch)
-	case c.MaxStaleness < 0:
-		return fmt.Errorf("%w: MaxStaleness is %d; must be ≥ 0", ErrConfig, c.MaxStaleness)
-	case c.Limit < c.GroupsPerBatch:
-		return fmt.Errorf("%w: Limit is %d; must be ≥ GroupsPerBatch %d, or 0 for the default", ErrConfig, c.Limit, c.GroupsPerBatch)
-	case c.VersionsPerStep < 1:
-		return fmt.Errorf("%w: VersionsPerStep is %d; must be ≥ 1", ErrConfig, c.VersionsPerStep)
+	if err := c.gate().Validate(); err != nil {
+		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	switch c.Policy {
 	case rl.Pace, rl.Drop, rl.Requeue:
@@ -118,17 +118,12 @@ func NewCore(cfg Config) (*Core, error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	gate, err := staleness.NewCore(staleness.Config{
-		MaxStaleness:    cfg.MaxStaleness,
-		GroupsPerBatch:  cfg.GroupsPerBatch,
-		Limit:           cfg.Limit,
-		Pace:            cfg.Policy == rl.Pace,
-		VersionsPerStep: cfg.VersionsPerStep,
-		Start:           cfg.Start,
-	})
+	gate, err := staleness.NewCore(cfg.gate())
 	if err != nil {
 		return nil, fmt.Errorf("buffer: %w", err)
 	}
+	cfg.Limit = gate.Config().Limit
+	cfg.VersionsPerStep = gate.Config().VersionsPerStep
 	return &Core{cfg: cfg, gate: gate, step: cfg.Start, ready: make([]rl.Group, 0, cfg.Limit)}, nil
 }
 
