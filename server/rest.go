@@ -147,17 +147,28 @@ func (s *Server) listCheckpoints(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
-// deleteCheckpoint forgets a checkpoint (and deletes it from the store when
-// the store can); samplers already serving it keep their copy.
-func (s *Server) deleteCheckpoint(w http.ResponseWriter, r *http.Request) {
+// checkpointOf resolves the checkpoint a REST path names
+// (…/checkpoints/{kind}/{name} of run {run}) for the caller's key; when it
+// cannot, it has answered the request and reports false.
+func (s *Server) checkpointOf(w http.ResponseWriter, r *http.Request) (string, wire.TinkerPath, bool) {
 	owner := ownerOf(r)
 	p, err := wire.ParseTinkerPath(wire.TinkerScheme + r.PathValue("run") + "/" + r.PathValue("kind") + "/" + r.PathValue("name"))
 	if err != nil {
 		writeErr(w, badRequest(err))
-		return
+		return "", p, false
 	}
 	if _, err := s.resolve(r.Context(), owner, p); err != nil {
 		writeErr(w, err)
+		return "", p, false
+	}
+	return owner, p, true
+}
+
+// deleteCheckpoint forgets a checkpoint (and deletes it from the store when
+// the store can); samplers already serving it keep their copy.
+func (s *Server) deleteCheckpoint(w http.ResponseWriter, r *http.Request) {
+	owner, p, ok := s.checkpointOf(w, r)
+	if !ok {
 		return
 	}
 	s.mu.Lock()
@@ -177,14 +188,8 @@ func (s *Server) deleteCheckpoint(w http.ResponseWriter, r *http.Request) {
 // archive answers 302 to a download URL, as the SDK expects
 // (resources/weights.py get_checkpoint_archive_url).
 func (s *Server) archive(w http.ResponseWriter, r *http.Request) {
-	owner := ownerOf(r)
-	p, err := wire.ParseTinkerPath(wire.TinkerScheme + r.PathValue("run") + "/" + r.PathValue("kind") + "/" + r.PathValue("name"))
-	if err != nil {
-		writeErr(w, badRequest(err))
-		return
-	}
-	if _, err := s.resolve(r.Context(), owner, p); err != nil {
-		writeErr(w, err)
+	owner, p, ok := s.checkpointOf(w, r)
+	if !ok {
 		return
 	}
 	linker, ok := s.store.(ArchiveLinker)
