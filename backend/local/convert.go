@@ -69,7 +69,7 @@ func fromOutput(o engine.Output) rl.ForwardBackwardOutput {
 	return rl.ForwardBackwardOutput{LossFnOutputs: outs, Metrics: o.Metrics}
 }
 
-func toSampleParams(p rl.SamplingParams, seed int64, promptLogprobs bool) engine.SampleParams {
+func toSampleParams(p rl.SamplingParams, seed int64) engine.SampleParams {
 	return engine.SampleParams{
 		MaxTokens:      p.MaxTokens,
 		Temperature:    p.Temperature,
@@ -78,6 +78,6 @@ func toSampleParams(p rl.SamplingParams, seed int64, promptLogprobs bool) engine
 		Seed:           seed,
 		StopStrings:    p.StopStrings,
 		StopTokens:     p.StopTokens,
-		PromptLogprobs: promptLogprobs,
+		PromptLogprobs: p.PromptLogprobs,
 	}
 }

@@ -90,7 +90,7 @@ func (s *Sampler) Sample(ctx context.Context, prompt rl.ModelInput, n int, p rl.
 	}
 	defer s.release()
 	v := s.Version()
-	seqs, plp, err := s.eng.Sample(ctx, prompt.AllTokens(), n, toSampleParams(p, seed, p.PromptLogprobs))
+	seqs, plp, err := s.eng.Sample(ctx, prompt.AllTokens(), n, toSampleParams(p, seed))
 	if err != nil {
 		return rl.SampleOutput{}, fmt.Errorf("local: sample: %w", err)
 	}
