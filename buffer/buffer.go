@@ -51,19 +51,29 @@ func New(cfg Config, onStale func(rl.Group)) (*Buffer, error) {
 // ctx's error, with nothing changed, if ctx ends first, and ErrClosed after
 // Close.
 func (b *Buffer) Admit(ctx context.Context) (policy.Version, error) {
+	var wk waitq.Wakes
 	b.mu.Lock()
+	return b.admitUnlock(ctx, &wk)
+}
+
+// admitUnlock is Admit with b.mu held; it unlocks, then wakes wk (the
+// grants the caller made under the lock).
+func (b *Buffer) admitUnlock(ctx context.Context, wk *waitq.Wakes) (policy.Version, error) {
 	if b.closed {
 		b.mu.Unlock()
+		wk.Wake()
 		return 0, ErrClosed
 	}
 	if b.admit.Len() == 0 {
 		if v, ok := b.core.Admit(); ok {
 			b.mu.Unlock()
+			wk.Wake()
 			return v, nil
 		}
 	}
 	w := b.admit.Push()
 	b.mu.Unlock()
+	wk.Wake()
 	select {
 	case <-w.C:
 		v := w.Val
@@ -76,10 +86,11 @@ func (b *Buffer) Admit(ctx context.Context) (policy.Version, error) {
 		b.mu.Lock()
 		if !b.admit.Remove(w) && w.Val >= 0 {
 			b.core.gate.Finish(w.Val, false) // granted as we gave up: undo
-			b.wakeLocked()
+			b.wakeLocked(wk)
 		}
 		b.admit.Recycle(w)
 		b.mu.Unlock()
+		wk.Wake()
 		return 0, context.Cause(ctx)
 	}
 }
@@ -89,6 +100,42 @@ func (b *Buffer) Admit(ctx context.Context) (policy.Version, error) {
 // On error (ctx ended) g is not accepted and its admission is released. A
 // group already over-stale is handed to onStale instead of being held.
 func (b *Buffer) Put(ctx context.Context, g rl.Group) error {
+	var wk waitq.Wakes
+	stale, err := b.put1(ctx, &g, &wk)
+	b.mu.Unlock()
+	wk.Wake()
+	if stale && b.stale != nil {
+		b.stale(g)
+	}
+	return err
+}
+
+// PutAdmit is Put followed by Admit, under one lock acquisition when the
+// buffer has room: what a rollout worker does between two rollouts.
+// accepted reports whether g was accepted; if not, err is Put's, else it is
+// Admit's.
+func (b *Buffer) PutAdmit(ctx context.Context, g rl.Group) (next policy.Version, accepted bool, err error) {
+	var wk waitq.Wakes
+	stale, err := b.put1(ctx, &g, &wk)
+	if err != nil {
+		b.mu.Unlock()
+		wk.Wake()
+		return 0, false, err
+	}
+	if stale && b.stale != nil {
+		b.mu.Unlock()
+		wk.Wake()
+		b.stale(g)
+		next, err = b.Admit(ctx)
+		return next, true, err
+	}
+	next, err = b.admitUnlock(ctx, &wk)
+	return next, true, err
+}
+
+// put1 accepts g (waiting for room) and returns with b.mu held; the
+// grants it made are in wk.
+func (b *Buffer) put1(ctx context.Context, g *rl.Group, wk *waitq.Wakes) (stale bool, err error) {
 	b.mu.Lock()
 	if b.put.Len() > 0 || !b.core.CanPut() {
 		w := b.put.Push()
@@ -105,36 +152,35 @@ func (b *Buffer) Put(ctx context.Context, g rl.Group) error {
 			}
 			b.put.Recycle(w)
 			b.core.Fail(g.Admitted)
-			b.wakeLocked()
-			b.mu.Unlock()
-			return context.Cause(ctx)
+			b.wakeLocked(wk)
+			return false, context.Cause(ctx)
 		}
 	}
-	stale := b.core.Put(g)
-	b.wakeLocked()
-	b.mu.Unlock()
-	if stale && b.stale != nil {
-		b.stale(g)
-	}
-	return nil
+	stale = b.core.Put(*g)
+	b.wakeLocked(wk)
+	return stale, nil
 }
 
 // Fail ends a rollout admitted at version admitted that produced no group,
 // freeing its place.
 func (b *Buffer) Fail(admitted policy.Version) {
+	var wk waitq.Wakes
 	b.mu.Lock()
 	b.core.Fail(admitted)
-	b.wakeLocked()
+	b.wakeLocked(&wk)
 	b.mu.Unlock()
+	wk.Wake()
 }
 
 // Serve records that the sampler serves version v; rollouts waiting for a
 // newer version are admitted.
 func (b *Buffer) Serve(v policy.Version) {
+	var wk waitq.Wakes
 	b.mu.Lock()
 	b.core.Serve(v)
-	b.wakeLocked()
+	b.wakeLocked(&wk)
 	b.mu.Unlock()
+	wk.Wake()
 }
 
 // Take blocks until the learner at version step can take its batch, then
@@ -143,19 +189,22 @@ func (b *Buffer) Serve(v policy.Version) {
 // ctx's error if ctx ends first (nothing taken), and ErrClosed when the
 // buffer is closed and no batch can be completed any more.
 func (b *Buffer) Take(ctx context.Context, step policy.Version, dst []rl.Group) ([]rl.Group, error) {
+	var wk waitq.Wakes
 	b.mu.Lock()
 	b.expired = b.core.Expire(step, b.expired[:0])
 	if n := len(b.expired); n > 0 {
-		b.wakeLocked() // discarded groups freed places
+		b.wakeLocked(&wk) // discarded groups freed places
 		exp := append([]rl.Group(nil), b.expired...)
 		b.mu.Unlock()
+		wk.Wake()
 		b.handStale(exp)
 		b.mu.Lock()
 	}
 	if b.core.CanTake() {
 		dst = b.core.Take(dst)
-		b.wakeLocked()
+		b.wakeLocked(&wk)
 		b.mu.Unlock()
+		wk.Wake()
 		return dst, nil
 	}
 	if b.drainedLocked() {
@@ -204,24 +253,27 @@ func (b *Buffer) drainedLocked() bool {
 	return b.closed && b.core.gate.Stats().Running == 0 && !b.core.CanTake()
 }
 
-// wakeLocked wakes every goroutine that can now proceed, in order: the
-// learner, then putters (for whom places are reserved), then admitters.
-func (b *Buffer) wakeLocked() {
+// wakeLocked grants every goroutine that can now proceed, in order: the
+// learner, then putters (for whom places are reserved), then admitters. The
+// wake-ups go to wk, for the caller to deliver once it has unlocked (right
+// away: a waiter that gives up waits for its grant's wake-up under the
+// lock).
+func (b *Buffer) wakeLocked(wk *waitq.Wakes) {
 	if b.taker.Len() > 0 {
 		switch {
 		case b.core.CanTake():
-			b.taker.Grant(b.core.Take(b.takeDst))
+			b.taker.Defer(b.core.Take(b.takeDst), wk)
 			b.takeDst = nil
 		case b.drainedLocked():
-			b.taker.Grant(nil)
+			b.taker.Defer(nil, wk)
 		}
 	}
 	for b.put.Len() > 0 && b.core.Len()+b.reserve < b.core.cfg.Limit {
 		b.reserve++
-		b.put.Grant(struct{}{})
+		b.put.Defer(struct{}{}, wk)
 	}
 	if b.closed {
-		for b.admit.Grant(-1) {
+		for b.admit.Defer(-1, wk) {
 		}
 		return
 	}
@@ -230,7 +282,7 @@ func (b *Buffer) wakeLocked() {
 		if !ok {
 			return
 		}
-		b.admit.Grant(v)
+		b.admit.Defer(v, wk)
 	}
 }
 
@@ -238,19 +290,23 @@ func (b *Buffer) wakeLocked() {
 // and Take returns ErrClosed once no batch can be completed. Call it when
 // no more rollouts will start; rollouts already running may still Put.
 func (b *Buffer) Close() {
+	var wk waitq.Wakes
 	b.mu.Lock()
 	b.closed = true
-	b.wakeLocked()
+	b.wakeLocked(&wk)
 	b.mu.Unlock()
+	wk.Wake()
 }
 
 // Drain removes and returns every held group (for shutdown); they are
 // counted as Drained.
 func (b *Buffer) Drain() []rl.Group {
+	var wk waitq.Wakes
 	b.mu.Lock()
-	defer b.mu.Unlock()
 	out := b.core.Drain(nil)
-	b.wakeLocked()
+	b.wakeLocked(&wk)
+	b.mu.Unlock()
+	wk.Wake()
 	return out
 }
 

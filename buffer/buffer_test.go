@@ -173,3 +173,42 @@ func TestConcurrentRequeue(t *testing.T) {
 	assert.Equal(t, st.Accepted, st.Trained+st.Dropped+st.Requeued+int64(len(left)))
 	assert.Equal(t, st.Admitted, st.Accepted+st.Failed)
 }
+
+func TestPutAdmit(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b, err := New(Config{GroupsPerBatch: 1, MaxStaleness: 5, Policy: rl.Drop, Limit: 1}, nil)
+	require.NoError(t, err)
+	b.Serve(3)
+	v, err := b.Admit(ctx)
+	require.NoError(t, err)
+
+	// Room: the group is accepted and the next admission granted at once.
+	next, accepted, err := b.PutAdmit(ctx, rl.Group{Admitted: v, Version: v})
+	require.NoError(t, err)
+	assert.True(t, accepted)
+	assert.Equal(t, policy.Version(3), next)
+	assert.Equal(t, 1, b.Len())
+
+	// Full: with a deadline the group is refused and its admission released.
+	short, cancel := context.WithTimeout(ctx, 5*time.Millisecond)
+	defer cancel()
+	_, accepted, err = b.PutAdmit(short, rl.Group{Admitted: next, Version: next})
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.False(t, accepted)
+	st := b.Stats()
+	assert.Equal(t, int64(1), st.Failed)
+	assert.Equal(t, int64(0), st.Running)
+
+	// Accepted, but the buffer closes before the next admission: Admit's
+	// error, with the group kept.
+	v, err = b.Admit(ctx)
+	require.NoError(t, err)
+	_, err = b.Take(ctx, 3, nil)
+	require.NoError(t, err)
+	b.Close()
+	_, accepted, err = b.PutAdmit(ctx, rl.Group{Admitted: v, Version: v})
+	require.ErrorIs(t, err, ErrClosed)
+	assert.True(t, accepted)
+	assert.Equal(t, 1, b.Len())
+}

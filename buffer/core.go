@@ -107,10 +107,22 @@ type Stats struct {
 type Core struct {
 	cfg   Config
 	gate  *staleness.Core
-	ready []rl.Group // sorted by Admitted, then arrival
+	ready []*queue // one per Admitted version held, ascending; none empty
+	free  []*queue // emptied queues, for reuse
 	step  policy.Version
 	st    Stats
 }
+
+// queue holds the groups admitted at one version, in arrival order (from
+// head on). Keeping one queue per version makes Put an append however the
+// rollouts' completions interleave, and Take a copy from the front.
+type queue struct {
+	v    policy.Version
+	gs   []rl.Group
+	head int
+}
+
+func (q *queue) len() int { return len(q.gs) - q.head }
 
 // NewCore returns an empty buffer for cfg.
 func NewCore(cfg Config) (*Core, error) {
@@ -124,7 +136,7 @@ func NewCore(cfg Config) (*Core, error) {
 	}
 	cfg.Limit = gate.Config().Limit
 	cfg.VersionsPerStep = gate.Config().VersionsPerStep
-	return &Core{cfg: cfg, gate: gate, step: cfg.Start, ready: make([]rl.Group, 0, cfg.Limit)}, nil
+	return &Core{cfg: cfg, gate: gate, step: cfg.Start}, nil
 }
 
 // Config returns the configuration with defaults applied.
@@ -143,7 +155,7 @@ func (c *Core) Admit() (policy.Version, bool) { return c.gate.Admit() }
 func (c *Core) Fail(admitted policy.Version) { c.gate.Finish(admitted, false) }
 
 // CanPut reports whether Put would not exceed the bound.
-func (c *Core) CanPut() bool { return len(c.ready) < c.cfg.Limit }
+func (c *Core) CanPut() bool { return c.st.Held < int64(c.cfg.Limit) }
 
 // Put accepts g, whose rollout was admitted at g.Admitted, and numbers it:
 // g.ID becomes the count of groups accepted before it. If g is already
@@ -157,20 +169,47 @@ func (c *Core) Put(g rl.Group) (stale bool) {
 		c.discard(&g)
 		return true
 	}
-	i := len(c.ready)
-	c.ready = append(c.ready, g)
-	for i > 0 && less(&c.ready[i], &c.ready[i-1]) {
-		c.ready[i], c.ready[i-1] = c.ready[i-1], c.ready[i]
-		i--
-	}
+	q := c.queueFor(g.Admitted)
+	q.gs = append(q.gs, g)
 	c.st.Held++
 	return false
 }
 
-// less orders groups by the version the sampler served when their rollout
-// was admitted: the order in which the gate's deadlines fall. Among equals
-// arrival order is kept (so most Puts append without moving anything).
-func less(a, b *rl.Group) bool { return a.Admitted < b.Admitted }
+// queueFor returns the queue of groups admitted at v, adding it in version
+// order if there is none. Groups are held by the version the sampler served
+// when their rollout was admitted: the order in which the gate's deadlines
+// fall. Most Puts find their queue at the end.
+func (c *Core) queueFor(v policy.Version) *queue {
+	i := len(c.ready)
+	for i > 0 && c.ready[i-1].v >= v {
+		if c.ready[i-1].v == v {
+			return c.ready[i-1]
+		}
+		i--
+	}
+	var q *queue
+	if n := len(c.free); n > 0 {
+		q, c.free = c.free[n-1], c.free[:n-1]
+	} else {
+		q = new(queue)
+	}
+	q.v = v
+	c.ready = append(c.ready, nil)
+	copy(c.ready[i+1:], c.ready[i:])
+	c.ready[i] = q
+	return q
+}
+
+// release recycles the emptied queue at index i of ready.
+func (c *Core) release(i int) {
+	q := c.ready[i]
+	clear(q.gs)
+	q.gs, q.head = q.gs[:0], 0
+	c.free = append(c.free, q)
+	copy(c.ready[i:], c.ready[i+1:])
+	c.ready[len(c.ready)-1] = nil
+	c.ready = c.ready[:len(c.ready)-1]
+}
 
 func (c *Core) over(g *rl.Group) bool {
 	return g.Staleness(c.step) > int64(c.cfg.MaxStaleness)
@@ -191,28 +230,29 @@ func (c *Core) discard(g *rl.Group) {
 func (c *Core) Expire(step policy.Version, dst []rl.Group) []rl.Group {
 	c.step = step
 	bound := step - policy.Version(c.cfg.MaxStaleness) // Version < bound is over-stale
-	n := 0
-	for i := range c.ready {
-		if c.ready[i].Version < bound {
-			n++
+	for i := 0; i < len(c.ready); {
+		q := c.ready[i]
+		if q.v >= bound {
+			break // Admitted ≤ Version: no group in this queue or later ones is over-stale
 		}
-	}
-	if n == 0 {
-		return dst
-	}
-	keep := c.ready[:0]
-	for i := range c.ready {
-		g := c.ready[i]
-		if g.Version < bound {
-			c.discard(&g)
-			c.st.Held--
-			dst = append(dst, g)
+		keep := q.gs[:q.head]
+		for _, g := range q.gs[q.head:] {
+			if g.Version < bound {
+				c.discard(&g)
+				c.st.Held--
+				dst = append(dst, g)
+				continue
+			}
+			keep = append(keep, g)
+		}
+		clear(q.gs[len(keep):])
+		q.gs = keep
+		if q.len() == 0 {
+			c.release(i)
 			continue
 		}
-		keep = append(keep, g)
+		i++
 	}
-	clear(c.ready[len(keep):])
-	c.ready = keep
 	return dst
 }
 
@@ -226,29 +266,38 @@ func (c *Core) CanTake() bool { return c.gate.CanTake() }
 func (c *Core) Take(dst []rl.Group) []rl.Group {
 	n := c.cfg.GroupsPerBatch
 	c.gate.Take()
-	dst = append(dst, c.ready[:n]...)
-	m := copy(c.ready, c.ready[n:])
-	clear(c.ready[m:])
-	c.ready = c.ready[:m]
 	c.st.Held -= int64(n)
+	for n > 0 {
+		q := c.ready[0]
+		m := min(n, q.len())
+		dst = append(dst, q.gs[q.head:q.head+m]...)
+		clear(q.gs[q.head : q.head+m])
+		q.head += m
+		n -= m
+		if q.len() == 0 {
+			c.release(0)
+		}
+	}
 	return dst
 }
 
 // Drain removes every held group and appends it to dst (for shutdown).
 func (c *Core) Drain(dst []rl.Group) []rl.Group {
-	for i := range c.ready {
-		c.gate.Discard(c.ready[i].Admitted)
+	for len(c.ready) > 0 {
+		q := c.ready[0]
+		for i := q.head; i < len(q.gs); i++ {
+			c.gate.Discard(q.gs[i].Admitted)
+		}
+		dst = append(dst, q.gs[q.head:]...)
+		c.st.Drained += int64(q.len())
+		c.release(0)
 	}
-	dst = append(dst, c.ready...)
-	c.st.Drained += int64(len(c.ready))
 	c.st.Held = 0
-	clear(c.ready)
-	c.ready = c.ready[:0]
 	return dst
 }
 
 // Len returns the number of held groups.
-func (c *Core) Len() int { return len(c.ready) }
+func (c *Core) Len() int { return int(c.st.Held) }
 
 // Stats returns the counters.
 func (c *Core) Stats() Stats {

@@ -26,6 +26,14 @@ type Sink interface {
 	Fail(admitted policy.Version)
 }
 
+// PutAdmitter is an optional extension of Sink: PutAdmit delivers g and
+// then waits for the next admission in one call, which a Sink can do under
+// one lock acquisition instead of two (buffer.Buffer does). accepted
+// reports whether g was delivered; if not, err is Put's, else Admit's.
+type PutAdmitter interface {
+	PutAdmit(ctx context.Context, g rl.Group) (next policy.Version, accepted bool, err error)
+}
+
 // ErrTooManyFailures stops the workers after FailureLimit rollouts in a row
 // failed.
 var ErrTooManyFailures = errors.New("rollout: too many rollouts failed in a row")
@@ -80,11 +88,9 @@ func (w *Workers) work(ctx context.Context) error {
 	if limit <= 0 {
 		limit = 100
 	}
-	for {
-		admitted, err := w.Sink.Admit(ctx)
-		if err != nil {
-			return nil // closed or cancelled: a clean stop
-		}
+	pa, _ := w.Sink.(PutAdmitter)
+	admitted, admitErr := w.Sink.Admit(ctx)
+	for admitErr == nil { // else closed or cancelled: a clean stop
 		prob, err := w.Dataset.Next(ctx)
 		if err != nil {
 			w.Sink.Fail(admitted)
@@ -107,15 +113,27 @@ func (w *Workers) work(ctx context.Context) error {
 			if w.failures.Add(1) >= limit {
 				return fmt.Errorf("%w (%d): last: %w", ErrTooManyFailures, limit, err)
 			}
+			admitted, admitErr = w.Sink.Admit(ctx)
 			continue
 		}
 		if w.failures.Load() != 0 {
 			w.failures.Store(0)
 		}
 		g.Admitted, g.Source = admitted, prob
+		if pa != nil {
+			var accepted bool
+			admitted, accepted, admitErr = pa.PutAdmit(ctx, g)
+			if !accepted {
+				w.dropped.Add(1)
+				return nil
+			}
+			continue
+		}
 		if err := w.Sink.Put(ctx, g); err != nil {
 			w.dropped.Add(1)
 			return nil
 		}
+		admitted, admitErr = w.Sink.Admit(ctx)
 	}
+	return nil
 }

@@ -3,7 +3,9 @@
 // Waiter under its owner's lock, unlocks and blocks on the Waiter's channel;
 // whoever changes the state grants waiters in order, handing each a value.
 // Waking exactly the goroutines that can proceed avoids the thundering herd
-// of a broadcast.
+// of a broadcast. Grants can be deferred (Defer, then Wakes.Wake after
+// unlocking), so that a lock is not held while dozens of goroutines are made
+// runnable.
 //
 // A Queue is not safe for concurrent use: its owner's mutex guards it. The
 // zero value is an empty queue.
@@ -19,7 +21,8 @@ type Waiter[T any] struct {
 	C   chan struct{}
 	Val T
 
-	granted bool
+	granted   bool
+	unclaimed bool // granted, but its goroutine gave up before receiving
 }
 
 // Queue holds waiters in arrival order.
@@ -59,19 +62,32 @@ func (q *Queue[T]) Grant(val T) bool {
 	return true
 }
 
+// Defer grants val to the oldest waiter like Grant, but leaves the wake-up
+// to to.Wake, which the caller runs once it has released the owner's lock.
+// It reports false when the queue is empty.
+func (q *Queue[T]) Defer(val T, to *Wakes) bool {
+	if q.Len() == 0 {
+		return false
+	}
+	w := q.list[q.head]
+	q.list[q.head] = nil
+	q.head++
+	w.Val, w.granted = val, true
+	to.add(w.C)
+	return true
+}
+
 // Recycle returns w for reuse by a later Push. Call it once w has received
 // its grant from C, or under the owner's lock once it was removed or
-// granted while its goroutine gave up (the pending grant is drained here).
+// granted while its goroutine gave up (the pending grant is received here;
+// a deferred one is on its way, as the granter has released the lock).
 // Recycle itself is safe for concurrent use.
 func (q *Queue[T]) Recycle(w *Waiter[T]) {
-	if w.granted {
-		select {
-		case <-w.C:
-		default:
-		}
+	if w.unclaimed {
+		<-w.C
 	}
 	var zero T
-	w.Val, w.granted = zero, false
+	w.Val, w.granted, w.unclaimed = zero, false, false
 	q.free.Put(w)
 }
 
@@ -80,6 +96,7 @@ func (q *Queue[T]) Recycle(w *Waiter[T]) {
 // the grant and must undo it.
 func (q *Queue[T]) Remove(w *Waiter[T]) bool {
 	if w.granted {
+		w.unclaimed = true // Recycle receives the grant
 		return false
 	}
 	for i := q.head; i < len(q.list); i++ {
@@ -91,4 +108,44 @@ func (q *Queue[T]) Remove(w *Waiter[T]) bool {
 		}
 	}
 	return false
+}
+
+// Wakes collects the wake-ups of deferred grants. The zero value is ready;
+// Wake delivers them and empties it.
+type Wakes struct {
+	n    int
+	few  [4]chan struct{}
+	more *[]chan struct{} // from wakePool, past four
+}
+
+var wakePool = sync.Pool{New: func() any { return new([]chan struct{}) }}
+
+func (k *Wakes) add(c chan struct{}) {
+	if k.n < len(k.few) {
+		k.few[k.n] = c
+		k.n++
+		return
+	}
+	if k.more == nil {
+		k.more = wakePool.Get().(*[]chan struct{})
+	}
+	*k.more = append(*k.more, c)
+}
+
+// Wake wakes every waiter granted into k, in grant order.
+func (k *Wakes) Wake() {
+	for i := range k.n {
+		k.few[i] <- struct{}{} // buffered, one grant per waiter: never blocks
+		k.few[i] = nil
+	}
+	k.n = 0
+	if k.more != nil {
+		for _, c := range *k.more {
+			c <- struct{}{}
+		}
+		clear(*k.more)
+		*k.more = (*k.more)[:0]
+		wakePool.Put(k.more)
+		k.more = nil
+	}
 }

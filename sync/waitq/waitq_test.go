@@ -2,6 +2,7 @@ package waitq
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -64,5 +65,54 @@ func TestRecycle(t *testing.T) {
 		assert.Zero(t, w3.Val)
 		require.True(t, q.Remove(w3))
 		q.Recycle(w3)
+	}
+}
+
+func TestDeferWakesAfterUnlock(t *testing.T) {
+	t.Parallel()
+	var q Queue[int]
+	ws := make([]*Waiter[int], 7) // more than Wakes holds inline
+	for i := range ws {
+		ws[i] = q.Push()
+	}
+	var wk Wakes
+	for i := range ws {
+		require.True(t, q.Defer(i*10, &wk))
+	}
+	assert.False(t, q.Defer(1, &wk), "queue empty")
+	for i, w := range ws {
+		select {
+		case <-w.C:
+			t.Fatalf("waiter %d woken before Wake", i)
+		default:
+		}
+		assert.Equal(t, i*10, w.Val, "the value is set at the grant")
+	}
+	wk.Wake()
+	for i, w := range ws {
+		select {
+		case <-w.C:
+		default:
+			t.Fatalf("waiter %d not woken", i)
+		}
+		q.Recycle(w)
+	}
+	wk.Wake() // emptied: a second Wake does nothing
+
+	// A waiter that gives up after a deferred grant, before the wake-up:
+	// Recycle waits for the wake-up, so the reused waiter starts clean.
+	w := q.Push()
+	require.True(t, q.Defer(5, &wk))
+	assert.False(t, q.Remove(w))
+	go func() {
+		time.Sleep(2 * time.Millisecond)
+		wk.Wake()
+	}()
+	q.Recycle(w)
+	w2 := q.Push()
+	select {
+	case <-w2.C:
+		t.Fatal("recycled waiter woke without a grant")
+	default:
 	}
 }
