@@ -240,13 +240,13 @@ func scoreAll(ctx context.Context, p *SingleTurn, decode func([]int) string, out
 			err = &PanicError{Where: "reward", Value: x, Stack: debug.Stack()}
 		}
 	}()
-	prompt := firstChunk(p.Prompt)
+	sm := reward.Sample{Prompt: firstChunk(p.Prompt), Reference: p.Reference}
 	for i := range out.Sequences {
 		seq := &out.Sequences[i]
 		if len(seq.Logprobs) != len(seq.Tokens) {
 			return fmt.Errorf("sample: sequence %d has %d tokens but %d logprobs", i, len(seq.Tokens), len(seq.Logprobs))
 		}
-		sm := reward.Sample{Prompt: prompt, Tokens: seq.Tokens, Reference: p.Reference, Truncated: seq.StopReason == rl.StopLength}
+		sm.Tokens, sm.Truncated = seq.Tokens, seq.StopReason == rl.StopLength
 		if decode != nil {
 			sm.Text = decode(seq.Tokens)
 		}
@@ -254,8 +254,11 @@ func scoreAll(ctx context.Context, p *SingleTurn, decode func([]int) string, out
 		if err != nil {
 			return fmt.Errorf("reward: %w", err)
 		}
-		trans[i] = rl.Transition{Observation: p.Prompt, Action: seq.Tokens, Logprobs: seq.Logprobs,
-			Reward: rw, StopReason: seq.StopReason, Version: out.Version}
+		// Field by field: building the struct and copying it costs a
+		// store-forwarding stall per sample.
+		t := &trans[i]
+		t.Observation, t.Action, t.Logprobs = p.Prompt, seq.Tokens, seq.Logprobs
+		t.Reward, t.StopReason, t.Version = rw, seq.StopReason, out.Version
 	}
 	return nil
 }
