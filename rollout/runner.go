@@ -52,13 +52,17 @@ type Runner struct {
 	// every sample), which keeps untraced runs free of per-rollout cost.
 	Tracer trace.Tracer
 
-	mem     sync.Pool // *groupMem of GroupSize trajectories
+	mem    sync.Pool // *groupMem of GroupSize trajectories
+	tracer trace.Tracer
+	once   sync.Once
+	// The counters are written by every rollout: their own cache lines keep
+	// the fields every rollout reads from bouncing between cores.
+	_       [64]byte
 	next    atomic.Uint64
 	samples atomic.Int64
 	retries atomic.Int64
 	panics  atomic.Int64
-	tracer  trace.Tracer
-	once    sync.Once
+	_       [32]byte
 }
 
 // Stats counts a Runner's work.

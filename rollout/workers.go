@@ -84,6 +84,10 @@ func (w *Workers) Run(ctx context.Context) error {
 }
 
 func (w *Workers) work(ctx context.Context) error {
+	// A context of its own: a worker parked in the Sink selects on its own
+	// Done channel, not on one channel locked by every parked worker.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	limit := int64(w.FailureLimit)
 	if limit <= 0 {
 		limit = 100

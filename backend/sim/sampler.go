@@ -43,8 +43,12 @@ type Sampler struct {
 	cfg     SamplerConfig
 	static  atomic.Pointer[staticOut]
 	version atomic.Int64
-	calls   atomic.Uint64
 	loads   atomic.Int64
+	// calls is written by every call: its own cache line keeps the fields
+	// every call reads from bouncing between cores.
+	_     [64]byte
+	calls atomic.Uint64
+	_     [56]byte
 }
 
 var _ rl.Sampler = (*Sampler)(nil)
