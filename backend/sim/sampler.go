@@ -26,7 +26,8 @@ type SamplerConfig struct {
 	// Seed varies the sampled tokens.
 	Seed uint64
 	// Static returns the same completions (n copies of one sequence) from
-	// every call, sharing one read-only backing array per version: the
+	// every call, sharing one read-only backing array built once, with the
+	// log-probs of version Start whatever version serves the call: the
 	// cheapest mode, for overhead benchmarks. Callers must not modify the
 	// returned tokens or log-probs.
 	Static bool
@@ -141,27 +142,26 @@ func (s *Sampler) Load(ctx context.Context, ref policy.Ref) error {
 	return nil
 }
 
-// staticOut is the shared output of Static mode for one version.
+// staticOut is the shared output of Static mode.
 type staticOut struct {
-	v    policy.Version
 	m    int
 	seqs []rl.Sequence
 }
 
 func (s *Sampler) staticSample(v policy.Version, n, m int) rl.SampleOutput {
 	st := s.static.Load()
-	if st == nil || st.v != v || st.m != m || len(st.seqs) < n {
+	if st == nil || st.m != m || len(st.seqs) < n {
 		toks := make([]int, m)
 		lps := make([]float64, m)
 		for j := range toks {
 			toks[j] = int(mix(s.cfg.Seed+uint64(j)) % uint64(s.cfg.Vocab))
-			lps[j] = LogProb(v, toks[j], j)
+			lps[j] = LogProb(s.cfg.Start, toks[j], j)
 		}
 		seqs := make([]rl.Sequence, max(n, 64))
 		for i := range seqs {
 			seqs[i] = rl.Sequence{Tokens: toks, Logprobs: lps, StopReason: rl.StopLength}
 		}
-		st = &staticOut{v: v, m: m, seqs: seqs}
+		st = &staticOut{m: m, seqs: seqs}
 		s.static.Store(st)
 	}
 	return rl.SampleOutput{Sequences: st.seqs[:n:n], Version: v}
