@@ -192,8 +192,8 @@ func (a *GroupRelative) appendDatum(tr *Transition, adv float64) {
 	}
 	toks := s.tokens[:n+1]
 	off := 0
-	for _, c := range tr.Observation.Chunks {
-		off += copy(toks[off:], c.Tokens)
+	for ci := range tr.Observation.Chunks {
+		off += copy(toks[off:], tr.Observation.Chunks[ci].Tokens)
 	}
 	copy(toks[off:], tr.Action)
 	tg, lps, advs := s.targets[:n], s.lps[:n], s.advs[:n]
@@ -209,7 +209,9 @@ func (a *GroupRelative) appendDatum(tr *Transition, adv float64) {
 		advs[p] = adv
 	}
 	s.tokens = toks
-	s.chunk[0] = Chunk{Type: ChunkEncodedText, Tokens: toks[:n]}
+	// Field by field: building the Chunk and copying it costs a
+	// store-forwarding stall.
+	s.chunk[0].Type, s.chunk[0].Tokens = ChunkEncodedText, toks[:n]
 	if moved || n != s.n {
 		// The map's values are slice headers: rewrite them only when the
 		// slices moved or changed length (map writes cost more than the

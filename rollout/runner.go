@@ -198,7 +198,12 @@ func (r *Runner) singleTurn(ctx context.Context, s rl.Sampler, p *SingleTurn) (r
 		return rl.Group{}, err
 	}
 	for i := range m.trajs {
-		m.trajs[i] = rl.Trajectory{Transitions: m.trans[i : i+1 : i+1]}
+		// A recycled group already holds these values: rewriting them would
+		// only make the learner's core fetch the lines again.
+		t := &m.trajs[i]
+		if len(t.Transitions) != 1 || &t.Transitions[0] != &m.trans[i] || t.Metrics != nil {
+			*t = rl.Trajectory{Transitions: m.trans[i : i+1 : i+1]}
+		}
 	}
 	return rl.Group{Version: out.Version, Trajectories: m.trajs, Memory: m}, nil
 }
