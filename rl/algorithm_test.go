@@ -39,12 +39,18 @@ func randomGroups(rng *rand.Rand) []Group {
 				var chunks []Chunk
 				for range rng.IntN(3) {
 					toks := make([]int, rng.IntN(4))
+					if rng.IntN(4) == 0 {
+						toks = make([]int, rng.IntN(60)) // past the short-datum path
+					}
 					for i := range toks {
 						toks[i] = rng.IntN(100)
 					}
 					chunks = append(chunks, Chunk{Tokens: toks})
 				}
 				act := make([]int, 1+rng.IntN(5))
+				if rng.IntN(4) == 0 {
+					act = make([]int, 1+rng.IntN(40))
+				}
 				lps := make([]float64, len(act))
 				for i := range act {
 					act[i], lps[i] = rng.IntN(100), -rng.Float64()
