@@ -51,13 +51,10 @@ func (q *Queue[T]) Len() int { return len(q.list) - q.head }
 // Grant hands val to the oldest waiter and wakes it. It reports false when
 // the queue is empty.
 func (q *Queue[T]) Grant(val T) bool {
-	if q.Len() == 0 {
+	w := q.grant(val)
+	if w == nil {
 		return false
 	}
-	w := q.list[q.head]
-	q.list[q.head] = nil
-	q.head++
-	w.Val, w.granted = val, true
 	w.C <- struct{}{} // buffered: never blocks
 	return true
 }
@@ -66,15 +63,25 @@ func (q *Queue[T]) Grant(val T) bool {
 // to to.Wake, which the caller runs once it has released the owner's lock.
 // It reports false when the queue is empty.
 func (q *Queue[T]) Defer(val T, to *Wakes) bool {
-	if q.Len() == 0 {
+	w := q.grant(val)
+	if w == nil {
 		return false
+	}
+	to.add(w.C)
+	return true
+}
+
+// grant removes the oldest waiter and records val as its grant (nil when
+// the queue is empty).
+func (q *Queue[T]) grant(val T) *Waiter[T] {
+	if q.Len() == 0 {
+		return nil
 	}
 	w := q.list[q.head]
 	q.list[q.head] = nil
 	q.head++
 	w.Val, w.granted = val, true
-	to.add(w.C)
-	return true
+	return w
 }
 
 // Recycle returns w for reuse by a later Push. Call it once w has received
