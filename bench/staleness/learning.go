@@ -30,8 +30,11 @@ type LearningSettings struct {
 	EvalEvery      int            `json:"eval_every"`
 	TargetAccuracy float64        `json:"target_accuracy"`
 	LearningRate   float64        `json:"learning_rate"`
-	TrainerThreads int            `json:"trainer_threads"`
-	SamplerThreads int            `json:"sampler_threads"`
+	// BehaviourCap is decoupled PPO's filter on π_prox/μ (0 = algo's
+	// default, negative = no filter).
+	BehaviourCap   float64 `json:"behaviour_cap,omitempty"`
+	TrainerThreads int     `json:"trainer_threads"`
+	SamplerThreads int     `json:"sampler_threads"`
 }
 
 // LearningRun is one seed of one cell.
@@ -102,7 +105,7 @@ func (s LearningSettings) jobConfig(k int, obj algo.Objective, seed int64, dir s
 	if s.LearningRate > 0 {
 		cfg.RL.Adam.LearningRate = s.LearningRate
 	}
-	cfg.Algo = algo.Config{Objective: obj}
+	cfg.Algo = algo.Config{Objective: obj, BehaviourCap: s.BehaviourCap}
 	cfg.TrainerThreads, cfg.SamplerThreads = s.TrainerThreads, s.SamplerThreads
 	cfg.EvalEvery = s.EvalEvery
 	cfg.EvalProblems = s.EvalProblems
@@ -201,9 +204,16 @@ func (t LearningTable) Markdown() string {
 	if len(t.Cells) > 0 {
 		base = t.Cells[0].BaseAccuracy.format(3)
 	}
+	behav := ""
+	switch {
+	case s.BehaviourCap < 0:
+		behav = ", decoupled's behaviour weight not filtered"
+	case s.BehaviourCap > 0:
+		behav = fmt.Sprintf(", decoupled's behaviour cap %g", s.BehaviourCap)
+	}
 	return fmt.Sprintf("### Learning sweep (embedded engine, arithmetic GRPO)\n\n"+
-		"%d steps × %d groups × %d samples, %d substeps per step, stale policy %s, lr %g, seeds %v; "+
+		"%d steps × %d groups × %d samples, %d substeps per step, stale policy %s, lr %g%s, seeds %v; "+
 		"held-out accuracy on %d problems (base model %s); mean ± sample std over seeds.\n\n%s",
-		s.Steps, s.GroupsPerBatch, s.GroupSize, s.Substeps, s.StalePolicy, s.LearningRate, s.Seeds,
+		s.Steps, s.GroupsPerBatch, s.GroupSize, s.Substeps, s.StalePolicy, s.LearningRate, behav, s.Seeds,
 		s.EvalProblems, base, mdTable(header, rows))
 }

@@ -32,6 +32,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -116,6 +117,8 @@ func main() {
 		keepRuns = flag.Bool("keep-runs", false, "keep the learning runs' folders (metrics, checkpoints) under -out/runs-*")
 		ks       = flag.String("ks", "", "comma-separated max staleness values of both sweeps (default 0,1,2,4,8)")
 		objs     = flag.String("objectives", "", "comma-separated objectives of the learning sweep (default naive,ppo,tis,decoupled)")
+		substeps = flag.Int("substeps", 0, "optimizer steps per learner step in the learning sweep (0 = the mode's: 2)")
+		behavCap = flag.Float64("behaviour-cap", 0, "decoupled PPO's filter on the behaviour weight π_prox/μ (0 = the default 5, negative = no filter)")
 		replotIn = flag.String("replot", "", "run nothing: redraw the tables and plots of the learning.json and throughput.json in this folder into -out")
 	)
 	flag.Parse()
@@ -141,6 +144,14 @@ func main() {
 	}
 	if *steps > 0 {
 		opts.Learning.Steps = *steps
+	}
+	if c := *behavCap; c > 0 && c <= 1 || math.IsNaN(c) || math.IsInf(c, 0) {
+		fmt.Fprintf(os.Stderr, "staleness: -behaviour-cap %v: must exceed 1, be negative (no filter), or 0 for the default\n", c)
+		os.Exit(2)
+	}
+	opts.Learning.BehaviourCap = *behavCap
+	if *substeps > 0 {
+		opts.Learning.Substeps = *substeps
 	}
 	if err := parseLists(&opts, *ks, *objs); err != nil {
 		fmt.Fprintln(os.Stderr, "staleness:", err)

@@ -147,6 +147,9 @@ func TestAggregateLearning(t *testing.T) {
 	assert.InDelta(t, 2.0, c.Dropped.Mean, 1e-12)
 	md := LearningTable{Settings: LearningSettings{TargetAccuracy: 0.5}, Cells: []LearningCell{c}}.Markdown()
 	assert.Contains(t, md, "| 4 | tis | 0.700 ± 0.141 |")
+	assert.NotContains(t, md, "behaviour")
+	md = LearningTable{Settings: LearningSettings{TargetAccuracy: 0.5, BehaviourCap: 2}, Cells: []LearningCell{c}}.Markdown()
+	assert.Contains(t, md, "decoupled's behaviour cap 2,")
 	assert.Contains(t, md, "12.0 (1/2 reached)")
 }
 
@@ -156,6 +159,7 @@ func fakeTrain(t *testing.T, s LearningSettings) trainFunc {
 	return func(_ context.Context, cfg train.Config) (train.Summary, error) {
 		assert.Equal(t, s.Steps, cfg.RL.Steps)
 		assert.Equal(t, s.Substeps, cfg.RL.Substeps)
+		assert.Equal(t, s.BehaviourCap, cfg.Algo.BehaviourCap)
 		assert.Equal(t, s.GroupsPerBatch, cfg.RL.GroupsPerBatch)
 		assert.Equal(t, s.StalePolicy, cfg.RL.StalePolicy)
 		assert.Equal(t, s.EvalProblems, cfg.EvalProblems)
@@ -170,7 +174,7 @@ func fakeTrain(t *testing.T, s LearningSettings) trainFunc {
 }
 
 func tinyOptions(out string) Options {
-	ls := LearningSettings{Ks: []int{0, 2}, Objectives: []algo.Objective{algo.Naive, algo.Decoupled}, Seeds: []int64{1, 2},
+	ls := LearningSettings{Ks: []int{0, 2}, Objectives: []algo.Objective{algo.Naive, algo.Decoupled}, Seeds: []int64{1, 2}, BehaviourCap: 3,
 		Steps: 3, GroupsPerBatch: 2, GroupSize: 2, Substeps: 2, StalePolicy: rl.Pace, EvalProblems: 5, EvalEvery: 1,
 		TargetAccuracy: 0.5, LearningRate: 2e-3, TrainerThreads: 1, SamplerThreads: 1}
 	ts := ThroughputSettings{Ks: []int{0, 1}, Policies: []rl.StalePolicy{rl.Drop, rl.Pace}, Steps: 3, GroupsPerBatch: 4,
