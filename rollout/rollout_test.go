@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -280,4 +281,48 @@ func TestWorkersFailureLimit(t *testing.T) {
 	mu.Lock()
 	assert.GreaterOrEqual(t, failures, 10)
 	mu.Unlock()
+}
+
+// putAdmitSink is a sink offering PutAdmit; it refuses groups once full is
+// reached.
+type putAdmitSink struct {
+	sink
+	calls atomic.Int64
+	full  int
+}
+
+func (s *putAdmitSink) PutAdmit(ctx context.Context, g rl.Group) (policy.Version, bool, error) {
+	s.calls.Add(1)
+	s.mu.Lock()
+	if s.full > 0 && len(s.groups) >= s.full {
+		s.mu.Unlock()
+		return 0, false, errors.New("full")
+	}
+	s.mu.Unlock()
+	if err := s.Put(ctx, g); err != nil {
+		return 0, false, err
+	}
+	v, err := s.Admit(ctx)
+	return v, true, err
+}
+
+func TestWorkersUsePutAdmit(t *testing.T) {
+	t.Parallel()
+	var items []Problem
+	for i := range 30 {
+		items = append(items, &SingleTurn{ID: fmt.Sprint(i), Prompt: rl.Tokens([]int{i}), Reward: constReward(1)})
+	}
+	sk := &putAdmitSink{}
+	w := &Workers{N: 3, Runner: runner(sim.NewSampler(sim.SamplerConfig{}), 2), Dataset: NewSliceDataset(items, 0, 1), Sink: sk}
+	require.NoError(t, w.Run(context.Background()))
+	assert.Len(t, sk.groups, 30)
+	assert.Equal(t, int64(30), sk.calls.Load(), "every delivery went through PutAdmit")
+	assert.Equal(t, 3, sk.fails)
+
+	// A refused group stops its worker and is counted as abandoned.
+	sk = &putAdmitSink{full: 5}
+	w = &Workers{N: 1, Runner: runner(sim.NewSampler(sim.SamplerConfig{}), 2), Dataset: NewSliceDataset(items, 0, 1), Sink: sk}
+	require.NoError(t, w.Run(context.Background()))
+	assert.Len(t, sk.groups, 5)
+	assert.Equal(t, int64(1), w.Abandoned())
 }
