@@ -164,20 +164,21 @@ func (b *Buffer) put1(ctx context.Context, g *rl.Group, wk *waitq.Wakes) (stale 
 // Fail ends a rollout admitted at version admitted that produced no group,
 // freeing its place.
 func (b *Buffer) Fail(admitted policy.Version) {
-	var wk waitq.Wakes
-	b.mu.Lock()
-	b.core.Fail(admitted)
-	b.wakeLocked(&wk)
-	b.mu.Unlock()
-	wk.Wake()
+	b.change(func() { b.core.Fail(admitted) })
 }
 
 // Serve records that the sampler serves version v; rollouts waiting for a
 // newer version are admitted.
 func (b *Buffer) Serve(v policy.Version) {
+	b.change(func() { b.core.Serve(v) })
+}
+
+// change applies f under the lock, grants whoever can proceed after it and
+// wakes them once the lock is released.
+func (b *Buffer) change(f func()) {
 	var wk waitq.Wakes
 	b.mu.Lock()
-	b.core.Serve(v)
+	f()
 	b.wakeLocked(&wk)
 	b.mu.Unlock()
 	wk.Wake()
@@ -290,23 +291,13 @@ func (b *Buffer) wakeLocked(wk *waitq.Wakes) {
 // and Take returns ErrClosed once no batch can be completed. Call it when
 // no more rollouts will start; rollouts already running may still Put.
 func (b *Buffer) Close() {
-	var wk waitq.Wakes
-	b.mu.Lock()
-	b.closed = true
-	b.wakeLocked(&wk)
-	b.mu.Unlock()
-	wk.Wake()
+	b.change(func() { b.closed = true })
 }
 
 // Drain removes and returns every held group (for shutdown); they are
 // counted as Drained.
-func (b *Buffer) Drain() []rl.Group {
-	var wk waitq.Wakes
-	b.mu.Lock()
-	out := b.core.Drain(nil)
-	b.wakeLocked(&wk)
-	b.mu.Unlock()
-	wk.Wake()
+func (b *Buffer) Drain() (out []rl.Group) {
+	b.change(func() { out = b.core.Drain(nil) })
 	return out
 }
 

@@ -32,7 +32,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"math"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -145,8 +144,8 @@ func main() {
 	if *steps > 0 {
 		opts.Learning.Steps = *steps
 	}
-	if c := *behavCap; c > 0 && c <= 1 || math.IsNaN(c) || math.IsInf(c, 0) {
-		fmt.Fprintf(os.Stderr, "staleness: -behaviour-cap %v: must exceed 1, be negative (no filter), or 0 for the default\n", c)
+	if err := (algo.Config{BehaviourCap: *behavCap}).Validate(); err != nil {
+		fmt.Fprintf(os.Stderr, "staleness: -behaviour-cap: %v\n", err)
 		os.Exit(2)
 	}
 	opts.Learning.BehaviourCap = *behavCap
