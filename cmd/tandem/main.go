@@ -1,7 +1,8 @@
-// Command tandem trains language models with LoRA — RL (GRPO/PPO) and SFT —
-// on the embedded engine or any Tinker-compatible service, samples from the
-// results, serves the engine over the Tinker protocol, and manages
-// checkpoints.
+// Command tandem trains language models with LoRA by RL (GRPO with PPO and
+// off-policy objectives) on the embedded engine or any Tinker-compatible
+// service, samples from the results, serves the engine over the Tinker
+// protocol, and manages checkpoints. Supervised fine-tuning is the library's
+// sft package (see examples/sft); the command does not run SFT jobs.
 //
 //	tandem train          run the arithmetic GRPO example (or a config file)
 //	tandem sample         sample from the base model or a checkpoint
@@ -30,7 +31,7 @@ type command struct {
 
 func commands() []command {
 	return []command{
-		{"train", "run an RL or SFT job (default: arithmetic GRPO on the embedded engine)", runTrain},
+		{"train", "run an RL job (default: arithmetic GRPO on the embedded engine)", runTrain},
 		{"sample", "sample completions from the base model or a checkpoint", runSample},
 		{"serve", "host the embedded engine behind the Tinker-compatible API", runServe},
 		{"checkpoints", "list, source, download or export checkpoints", runCheckpoints},

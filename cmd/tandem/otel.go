@@ -25,6 +25,10 @@ import (
 // over OTLP/HTTP configured by the standard OTEL_EXPORTER_OTLP_* variables.
 // The library code only uses the OpenTelemetry API; this is the one place an
 // exporter is wired. The returned function flushes and shuts down.
+// otelHelp is the -otel flag's help: the values setupOTel accepts, and where
+// each sends its data.
+const otelHelp = "export traces and metrics: file (JSON lines to <dir>/<name>.otel.jsonl) | otlp (OTLP/HTTP, standard OTEL_EXPORTER_OTLP_* variables) | off (the default); env TANDEM_OTEL"
+
 func setupOTel(ctx context.Context, mode string, cfg train.Config) (func(context.Context) error, error) {
 	noop := func(context.Context) error { return nil }
 	var (
@@ -34,7 +38,7 @@ func setupOTel(ctx context.Context, mode string, cfg train.Config) (func(context
 		err     error
 	)
 	switch mode {
-	case "", "off", "none":
+	case "", "off":
 		return noop, nil
 	case "file":
 		if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {

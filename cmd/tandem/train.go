@@ -51,7 +51,7 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.String("plugin-url", "", "reward plugin HTTP endpoint, added as a reward term")
 	fs.Float64("plugin-weight", 1, "weight of the plugin's reward term")
 	fs.String("base", "", "base weights file (default: the shipped model)")
-	otel := fs.String("otel", os.Getenv("TANDEM_OTEL"), "export traces and metrics: stdout (to <run>/otel.jsonl) | otlp (OTLP/HTTP, standard OTEL_EXPORTER_OTLP_* variables); env TANDEM_OTEL")
+	otel := fs.String("otel", os.Getenv("TANDEM_OTEL"), otelHelp)
 	quiet := fs.Bool("quiet", false, "print only the summary")
 	if err := parseFlags(fs, args); err != nil {
 		return err
