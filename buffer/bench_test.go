@@ -2,6 +2,7 @@ package buffer
 
 import (
 	"context"
+	"sync"
 	"testing"
 
 	"github.com/tandemrl/tandem/policy"
@@ -38,4 +39,45 @@ func BenchmarkAdmitPutTake(b *testing.B) {
 			buf.Serve(policy.Version(step))
 		}
 	}
+}
+
+// BenchmarkWorkersLearner measures the cost per group of the waiting paths:
+// 16 rollout workers loop in PutAdmit (parking when the window is full) and
+// the learner takes batches of 64 (k = 2, pacing), so every batch goes
+// through grants and wake-ups. One op is one batch; ns/group is the figure.
+func BenchmarkWorkersLearner(b *testing.B) {
+	const gpb, workers = 64, 16
+	buf, err := New(Config{GroupsPerBatch: gpb, MaxStaleness: 2}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	buf.Serve(0)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			// A context of its own, as rollout.Workers gives each worker:
+			// parked workers do not all select on one Done channel.
+			ctx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			v, err := buf.Admit(ctx)
+			for err == nil {
+				v, _, err = buf.PutAdmit(ctx, rl.Group{Admitted: v, Version: v})
+			}
+		})
+	}
+	var dst []rl.Group
+	step := 0
+	b.ReportAllocs()
+	for b.Loop() {
+		if dst, err = buf.Take(ctx, policy.Version(step), dst[:0]); err != nil {
+			b.Fatal(err)
+		}
+		step++
+		buf.Serve(policy.Version(step))
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*gpb), "ns/group")
+	cancel()
+	buf.Close()
+	wg.Wait()
 }

@@ -48,8 +48,10 @@ func New(cfg Config, onStale func(rl.Group)) (*Buffer, error) {
 
 // Admit blocks until a rollout may start, then returns the version the
 // sampler serves (record it as the group's Admitted version). It returns
-// ctx's error, with nothing changed, if ctx ends first, and ErrClosed after
-// Close.
+// ErrClosed after Close, and ctx's cause, with nothing changed, once ctx is
+// done: a ctx done on entry fails even if a place is free, and an admission
+// granted as ctx ends is handed back (the rule of x/sync/semaphore's
+// Acquire; see waitq.Wait).
 func (b *Buffer) Admit(ctx context.Context) (policy.Version, error) {
 	var wk waitq.Wakes
 	b.mu.Lock()
@@ -59,6 +61,11 @@ func (b *Buffer) Admit(ctx context.Context) (policy.Version, error) {
 // admitUnlock is Admit with b.mu held; it unlocks, then wakes wk (the
 // grants the caller made under the lock).
 func (b *Buffer) admitUnlock(ctx context.Context, wk *waitq.Wakes) (policy.Version, error) {
+	if ctx.Err() != nil { // done before we held the lock: fail, as semaphore does
+		b.mu.Unlock()
+		wk.Wake()
+		return 0, context.Cause(ctx)
+	}
 	if b.closed {
 		b.mu.Unlock()
 		wk.Wake()
@@ -74,31 +81,28 @@ func (b *Buffer) admitUnlock(ctx context.Context, wk *waitq.Wakes) (policy.Versi
 	w := b.admit.Push()
 	b.mu.Unlock()
 	wk.Wake()
-	select {
-	case <-w.C:
-		v := w.Val
-		b.admit.Recycle(w)
-		if v < 0 {
-			return 0, ErrClosed
-		}
-		return v, nil
-	case <-ctx.Done():
-		b.mu.Lock()
-		if !b.admit.Remove(w) && w.Val >= 0 {
-			b.core.gate.Finish(w.Val, false) // granted as we gave up: undo
+	v, granted, err := b.admit.Wait(ctx, &b.mu, w)
+	if err != nil {
+		if granted && v >= 0 { // admitted as we gave up: hand it back
+			b.core.Cancel(v)
 			b.wakeLocked(wk)
 		}
-		b.admit.Recycle(w)
 		b.mu.Unlock()
 		wk.Wake()
-		return 0, context.Cause(ctx)
+		return 0, err
 	}
+	if v < 0 {
+		return 0, ErrClosed
+	}
+	return v, nil
 }
 
 // Put accepts g, the result of a rollout admitted at g.Admitted. It blocks
-// while the buffer is full (never with pace, whose admission keeps room).
-// On error (ctx ended) g is not accepted and its admission is released. A
-// group already over-stale is handed to onStale instead of being held.
+// while the buffer is full (never with pace, whose admission keeps room);
+// ctx matters only then. On error (ctx ended while Put waited, even as a
+// place was granted to it) g is not accepted and its admission is released
+// as by Fail. A group already over-stale is handed to onStale instead of
+// being held.
 func (b *Buffer) Put(ctx context.Context, g rl.Group) error {
 	var wk waitq.Wakes
 	stale, err := b.put1(ctx, &g, &wk)
@@ -140,21 +144,17 @@ func (b *Buffer) put1(ctx context.Context, g *rl.Group, wk *waitq.Wakes) (stale 
 	if b.put.Len() > 0 || !b.core.CanPut() {
 		w := b.put.Push()
 		b.mu.Unlock()
-		select {
-		case <-w.C:
-			b.put.Recycle(w)
-			b.mu.Lock()
-			b.reserve--
-		case <-ctx.Done():
-			b.mu.Lock()
-			if !b.put.Remove(w) {
-				b.reserve--
+		_, granted, err := b.put.Wait(ctx, &b.mu, w)
+		if err != nil {
+			if granted {
+				b.reserve-- // a place granted as we gave up: hand it back
 			}
-			b.put.Recycle(w)
 			b.core.Fail(g.Admitted)
 			b.wakeLocked(wk)
-			return false, context.Cause(ctx)
+			return false, err
 		}
+		b.mu.Lock()
+		b.reserve--
 	}
 	stale = b.core.Put(*g)
 	b.wakeLocked(wk)
@@ -187,8 +187,11 @@ func (b *Buffer) change(f func()) {
 // Take blocks until the learner at version step can take its batch, then
 // appends the batch's GroupsPerBatch groups to dst and returns it. Groups
 // over-stale at step are removed first and handed to onStale. Take returns
-// ctx's error if ctx ends first (nothing taken), and ErrClosed when the
-// buffer is closed and no batch can be completed any more.
+// ctx's cause if ctx ends while it waits (nothing taken), and ErrClosed
+// when the buffer is closed and no batch can be completed any more. A batch
+// taken on Take's behalf as ctx ends is kept, not handed back: taking it
+// recorded the learner's step (the gate has advanced), so Take returns it
+// with a nil error and the caller trains or drops it.
 func (b *Buffer) Take(ctx context.Context, step policy.Version, dst []rl.Group) ([]rl.Group, error) {
 	var wk waitq.Wakes
 	b.mu.Lock()
@@ -215,29 +218,19 @@ func (b *Buffer) Take(ctx context.Context, step policy.Version, dst []rl.Group) 
 	b.takeDst = dst
 	w := b.taker.Push()
 	b.mu.Unlock()
-	select {
-	case <-w.C:
-		got := w.Val
-		b.taker.Recycle(w)
-		if got == nil {
-			return dst, ErrClosed
+	got, granted, err := b.taker.Wait(ctx, &b.mu, w)
+	if err != nil {
+		if !granted {
+			b.takeDst = nil
+			b.mu.Unlock()
+			return dst, err
 		}
-		return got, nil
-	case <-ctx.Done():
-		b.mu.Lock()
-		defer b.mu.Unlock()
-		removed := b.taker.Remove(w)
-		got := w.Val
-		b.taker.Recycle(w)
-		if !removed {
-			if got == nil {
-				return dst, ErrClosed
-			}
-			return got, nil // taken for us just as ctx ended: keep it
-		}
-		b.takeDst = nil
-		return dst, context.Cause(ctx)
+		b.mu.Unlock() // taken (or closed) for us as ctx ended: keep it
 	}
+	if got == nil {
+		return dst, ErrClosed
+	}
+	return got, nil
 }
 
 func (b *Buffer) handStale(gs []rl.Group) {
@@ -251,7 +244,7 @@ func (b *Buffer) handStale(gs []rl.Group) {
 
 // drainedLocked: closed, nothing running, and not enough to fill a batch.
 func (b *Buffer) drainedLocked() bool {
-	return b.closed && b.core.gate.Stats().Running == 0 && !b.core.CanTake()
+	return b.closed && b.core.Running() == 0 && !b.core.CanTake()
 }
 
 // wakeLocked grants every goroutine that can now proceed, in order: the
@@ -269,7 +262,7 @@ func (b *Buffer) wakeLocked(wk *waitq.Wakes) {
 			b.taker.Defer(nil, wk)
 		}
 	}
-	for b.put.Len() > 0 && b.core.Len()+b.reserve < b.core.cfg.Limit {
+	for b.put.Len() > 0 && b.core.Len()+b.reserve < b.core.Limit() {
 		b.reserve++
 		b.put.Defer(struct{}{}, wk)
 	}

@@ -2,9 +2,10 @@ package buffer
 
 import (
 	"context"
+	"errors"
+	"runtime"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -15,6 +16,33 @@ import (
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// errGone is the cause the tests cancel their contexts with.
+var errGone = errors.New("test: gone")
+
+// cancelled returns a context already ended with errGone.
+func cancelled() context.Context {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cancel(errGone)
+	return ctx
+}
+
+// waitUntil returns once cond, read under b's lock, holds: for a goroutine
+// to be queued in b. It yields rather than sleeps, so it takes as long as
+// the goroutines take to get there, on any machine; no deadline is guessed
+// (a goroutine that never gets there hangs the test until go test's own
+// timeout reports it).
+func waitUntil(b *Buffer, cond func() bool) {
+	for {
+		b.mu.Lock()
+		ok := cond()
+		b.mu.Unlock()
+		if ok {
+			return
+		}
+		runtime.Gosched()
+	}
+}
 
 func TestPutBlocksWhenFull(t *testing.T) {
 	t.Parallel()
@@ -28,10 +56,9 @@ func TestPutBlocksWhenFull(t *testing.T) {
 	v, err = b.Admit(ctx)
 	require.NoError(t, err)
 
-	// Full: a Put with a short deadline fails and releases its admission.
-	short, cancel := context.WithTimeout(ctx, 5*time.Millisecond)
-	defer cancel()
-	require.ErrorIs(t, b.Put(short, rl.Group{ID: 2, Admitted: v}), context.DeadlineExceeded)
+	// Full: a Put that must wait, its ctx ended, fails and releases its
+	// admission.
+	require.ErrorIs(t, b.Put(cancelled(), rl.Group{ID: 2, Admitted: v}), errGone)
 	st := b.Stats()
 	assert.Equal(t, int64(1), st.Failed)
 	assert.Equal(t, int64(0), st.Running)
@@ -41,10 +68,11 @@ func TestPutBlocksWhenFull(t *testing.T) {
 	require.NoError(t, err)
 	done := make(chan error, 1)
 	go func() { done <- b.Put(ctx, rl.Group{ID: 3, Admitted: v}) }()
+	waitUntil(b, func() bool { return b.put.Len() == 1 })
 	select {
 	case <-done:
 		t.Fatal("Put returned while the buffer was full")
-	case <-time.After(5 * time.Millisecond):
+	default:
 	}
 	got, err := b.Take(ctx, 0, nil)
 	require.NoError(t, err)
@@ -95,13 +123,14 @@ func TestAdmitCancelUnchanged(t *testing.T) {
 	t.Parallel()
 	b, err := New(Config{GroupsPerBatch: 1}, nil)
 	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancelCause(context.Background())
 	done := make(chan error, 1)
 	go func() { _, err := b.Admit(ctx); done <- err }()
-	time.Sleep(time.Millisecond)
-	cancel()
-	require.ErrorIs(t, <-done, context.Canceled)
+	waitUntil(b, func() bool { return b.admit.Len() == 1 })
+	cancel(errGone)
+	require.ErrorIs(t, <-done, errGone)
 	assert.Equal(t, Stats{}, b.Stats())
+	assert.Zero(t, b.admit.Len())
 }
 
 // TestConcurrentRequeue runs workers with random delays against a learner
@@ -134,7 +163,9 @@ func TestConcurrentRequeue(t *testing.T) {
 				if err != nil {
 					return
 				}
-				time.Sleep(time.Duration((i*7+w*3)%5) * 100 * time.Microsecond)
+				for range (i*7 + w*3) % 5 { // vary the interleaving
+					runtime.Gosched()
+				}
 				served.Lock()
 				v := cur
 				served.Unlock()
@@ -190,11 +221,10 @@ func TestPutAdmit(t *testing.T) {
 	assert.Equal(t, policy.Version(3), next)
 	assert.Equal(t, 1, b.Len())
 
-	// Full: with a deadline the group is refused and its admission released.
-	short, cancel := context.WithTimeout(ctx, 5*time.Millisecond)
-	defer cancel()
-	_, accepted, err = b.PutAdmit(short, rl.Group{Admitted: next, Version: next})
-	require.ErrorIs(t, err, context.DeadlineExceeded)
+	// Full: a PutAdmit that must wait, its ctx ended, refuses the group and
+	// releases its admission.
+	_, accepted, err = b.PutAdmit(cancelled(), rl.Group{Admitted: next, Version: next})
+	require.ErrorIs(t, err, errGone)
 	assert.False(t, accepted)
 	st := b.Stats()
 	assert.Equal(t, int64(1), st.Failed)

@@ -11,8 +11,10 @@
 // enters is accounted for: trained, dropped, requeued, or drained at
 // shutdown.
 //
-// [Core] is the single-threaded, deterministic buffer; [Buffer] wraps it
-// for concurrent use, together with the admission gate, under one mutex.
+// [Core] is the single-threaded, deterministic buffer, admission included
+// (it drives staleness.Core); [Buffer] wraps it for concurrent use under
+// one mutex and calls nothing but Core's methods. Buffer.Admit is the one
+// admission path of the pipeline.
 package buffer
 
 import (
@@ -142,8 +144,9 @@ func NewCore(cfg Config) (*Core, error) {
 // Config returns the configuration with defaults applied.
 func (c *Core) Config() Config { return c.cfg }
 
-// Gate exposes the admission bookkeeping (read-only use).
-func (c *Core) Gate() *staleness.Core { return c.gate }
+// Limit returns the bound on held groups (with pace: held or in flight),
+// defaults applied.
+func (c *Core) Limit() int { return c.cfg.Limit }
 
 // Serve records the version the sampler serves.
 func (c *Core) Serve(v policy.Version) { c.gate.Serve(v) }
@@ -153,6 +156,14 @@ func (c *Core) Admit() (policy.Version, bool) { return c.gate.Admit() }
 
 // Fail ends a rollout admitted at version admitted that produced no group.
 func (c *Core) Fail(admitted policy.Version) { c.gate.Finish(admitted, false) }
+
+// Cancel undoes an Admit at version admitted whose rollout never started
+// (the admission reached a caller that had given up): nothing is counted,
+// as if Admit had not been called; see staleness.Core.Cancel.
+func (c *Core) Cancel(admitted policy.Version) { c.gate.Cancel(admitted) }
+
+// Running returns the rollouts admitted and not yet ended by Put or Fail.
+func (c *Core) Running() int64 { return c.gate.Running() }
 
 // CanPut reports whether Put would not exceed the bound.
 func (c *Core) CanPut() bool { return c.st.Held < int64(c.cfg.Limit) }

@@ -24,7 +24,9 @@
 // becomes over-stale anyway is the buffer's business.
 //
 // [Core] is the deterministic bookkeeping, single-threaded and testable step
-// by step; [Gate] wraps it for concurrent use with Acquire(ctx).
+// by step. It has one concurrent driver, package buffer's Buffer, which
+// calls it under the buffer's lock together with the buffer's own rules:
+// there is one admission path, and it goes through that lock.
 package staleness
 
 import (
@@ -154,6 +156,9 @@ func (c *Core) Untrained() int64 { return c.untrained }
 // Ready returns the groups accepted and not yet trained.
 func (c *Core) Ready() int64 { return c.ready }
 
+// Running returns the rollouts admitted and not yet finished.
+func (c *Core) Running() int64 { return c.st.Running }
+
 // CanAdmit reports whether a rollout may start now.
 func (c *Core) CanAdmit() bool {
 	if !c.hasServed {
@@ -226,6 +231,25 @@ func (c *Core) Finish(admitted policy.Version, accepted bool) {
 		return
 	}
 	c.st.Failed++
+	c.untrained--
+	c.prune(i)
+}
+
+// Cancel undoes an Admit at version admitted whose rollout never started:
+// its grant reached a caller that had given up waiting (see waitq.Wait).
+// Unlike Finish(admitted, false), which ends a rollout that ran and counts
+// it Failed, Cancel leaves the core as if that Admit had not happened —
+// every count, the place and the bucket — except Peak, a high-water mark
+// that keeps the moment the grant was made. Cancelling an admission that is
+// not running panics (a bookkeeping bug).
+func (c *Core) Cancel(admitted policy.Version) {
+	i := c.bucket(admitted, "Cancel")
+	if c.buckets[i].running == 0 {
+		panic(fmt.Sprintf("staleness: Cancel(%d): no rollout admitted at that version is running", admitted))
+	}
+	c.buckets[i].running--
+	c.st.Running--
+	c.st.Admitted--
 	c.untrained--
 	c.prune(i)
 }

@@ -143,6 +143,118 @@ func TestFinishUnknownPanics(t *testing.T) {
 	assert.Panics(t, func() { c.Finish(3, true) })
 }
 
+func TestCancelNotRunningPanics(t *testing.T) {
+	t.Parallel()
+	c, err := NewCore(Config{GroupsPerBatch: 2})
+	require.NoError(t, err)
+	assert.Panics(t, func() { c.Cancel(0) }, "nothing admitted")
+	c.Serve(0)
+	v, ok := c.Admit()
+	require.True(t, ok)
+	c.Finish(v, true)
+	assert.Panics(t, func() { c.Cancel(v) }, "the rollout admitted at %d has finished", v)
+}
+
+// TestCancelUndoesAdmit drives two cores with the same random operations,
+// except that the first also admits ghost rollouts and cancels them later,
+// in any order, with other rollouts admitted and finishing, batches taken
+// and the sampler moving on in between. Whenever no ghost is pending the two
+// cores are the same — counts, places, buckets, what they admit and take —
+// but for Peak, which the ghosts may have raised.
+func TestCancelUndoesAdmit(t *testing.T) {
+	t.Parallel()
+	for seed := range uint64(200) {
+		rng := rand.New(rand.NewPCG(seed, 11))
+		k, b := rng.IntN(3), 1+rng.IntN(3)
+		cfg := Config{MaxStaleness: k, GroupsPerBatch: b, Pace: rng.IntN(2) == 0}
+		if rng.IntN(2) == 0 {
+			cfg.Limit = b + rng.IntN(b*(k+1))
+		}
+		ghost, err := NewCore(cfg)
+		require.NoError(t, err)
+		twin, err := NewCore(cfg)
+		require.NoError(t, err)
+		var served policy.Version
+		ghost.Serve(served)
+		twin.Serve(served)
+		var running, ghosts []policy.Version
+		cancels := 0
+		for range 400 {
+			switch rng.IntN(6) {
+			case 0: // a rollout both admit (the ghosts may hold the place)
+				if len(ghosts) == 0 {
+					require.Equal(t, twin.CanAdmit(), ghost.CanAdmit(), "seed %d", seed)
+				}
+				if !ghost.CanAdmit() || !twin.CanAdmit() {
+					continue
+				}
+				vg, _ := ghost.Admit()
+				vt, _ := twin.Admit()
+				require.Equal(t, vt, vg, "seed %d", seed)
+				running = append(running, vt)
+			case 1: // a ghost: admitted, its caller gone
+				if v, ok := ghost.Admit(); ok {
+					ghosts = append(ghosts, v)
+				}
+			case 2:
+				if len(ghosts) == 0 {
+					continue
+				}
+				i := rng.IntN(len(ghosts))
+				ghost.Cancel(ghosts[i])
+				ghosts = slices.Delete(ghosts, i, i+1)
+				cancels++
+			case 3: // a rollout both admitted ends
+				if len(running) == 0 {
+					continue
+				}
+				i := rng.IntN(len(running))
+				ok := rng.IntN(4) > 0
+				ghost.Finish(running[i], ok)
+				twin.Finish(running[i], ok)
+				running = slices.Delete(running, i, i+1)
+			case 4:
+				served += policy.Version(rng.IntN(2))
+				ghost.Serve(served)
+				twin.Serve(served)
+			default: // the learner
+				if len(ghosts) == 0 {
+					require.Equal(t, twin.CanTake(), ghost.CanTake(), "seed %d", seed)
+				}
+				if ghost.CanTake() && twin.CanTake() {
+					ghost.Take()
+					twin.Take()
+				}
+			}
+			if len(ghosts) == 0 {
+				requireSame(t, twin, ghost, seed)
+			}
+		}
+		for _, v := range ghosts {
+			ghost.Cancel(v)
+			cancels++
+		}
+		requireSame(t, twin, ghost, seed)
+		require.Positive(t, cancels, "seed %d: some ghost was cancelled", seed)
+	}
+}
+
+// requireSame checks that got is in want's state, Peak aside (got's may be
+// higher).
+func requireSame(t *testing.T, want, got *Core, seed uint64) {
+	t.Helper()
+	ws, gs := want.Stats(), got.Stats()
+	require.GreaterOrEqual(t, gs.Peak, ws.Peak, "seed %d", seed)
+	gs.Peak = ws.Peak
+	require.Equal(t, ws, gs, "seed %d", seed)
+	require.True(t, slices.Equal(want.buckets, got.buckets), "seed %d: buckets %v, want %v", seed, got.buckets, want.buckets)
+	require.Equal(t, want.Untrained(), got.Untrained(), "seed %d", seed)
+	require.Equal(t, want.Ready(), got.Ready(), "seed %d", seed)
+	require.Equal(t, want.Running(), got.Running(), "seed %d", seed)
+	require.Equal(t, want.CanAdmit(), got.CanAdmit(), "seed %d", seed)
+	require.Equal(t, want.CanTake(), got.CanTake(), "seed %d", seed)
+}
+
 type simGroup struct {
 	id       int
 	admitted policy.Version

@@ -1,22 +1,32 @@
 // Package waitq is a FIFO queue of blocked goroutines, the building block of
-// tandem's admission gate and buffer: a goroutine that must wait pushes a
-// Waiter under its owner's lock, unlocks and blocks on the Waiter's channel;
-// whoever changes the state grants waiters in order, handing each a value.
-// Waking exactly the goroutines that can proceed avoids the thundering herd
-// of a broadcast. Grants can be deferred (Defer, then Wakes.Wake after
-// unlocking), so that a lock is not held while dozens of goroutines are made
-// runnable.
+// tandem's buffer (its admission, its putters and its learner): a goroutine
+// that must wait pushes a Waiter under its owner's lock, unlocks and blocks
+// on the Waiter's channel (Queue.Wait); whoever changes the state grants
+// waiters in order, handing each a value. Waking exactly the goroutines
+// that can proceed avoids the thundering herd of a broadcast. Grants can be
+// deferred (Defer, then Wakes.Wake after unlocking), so that a lock is not
+// held while dozens of goroutines are made runnable.
+//
+// A waiter that gives up (its context ended) may find that a grant reached
+// it at the same moment. Queue.Wait settles that race in one place, with
+// the rule of golang.org/x/sync/semaphore's Acquire: once the context is
+// seen done the caller gets an error and holds nothing, so a grant that
+// raced in is reported for the owner to hand back.
 //
 // A Queue is not safe for concurrent use: its owner's mutex guards it. The
 // zero value is an empty queue.
 package waitq
 
-import "sync"
+import (
+	"context"
+	"sync"
+)
 
 // Waiter is one blocked goroutine. C receives one value when the waiter is
 // granted; Val then holds the value it was granted. Waiters are recycled:
-// after it has received from C (or was removed), the owner returns it
-// with Queue.Recycle and must not touch it again.
+// Queue.Wait returns its waiter for reuse; an owner that blocks on C itself
+// returns it with Queue.Recycle once it has received from C (or removed
+// it), and must not touch it again.
 type Waiter[T any] struct {
 	C   chan struct{}
 	Val T
@@ -99,8 +109,8 @@ func (q *Queue[T]) Recycle(w *Waiter[T]) {
 }
 
 // Remove takes w out of the queue, for a waiter that gives up (its context
-// ended). It reports false when w was already granted: the caller then owns
-// the grant and must undo it.
+// ended; Wait does this). It reports false when w was already granted: the
+// caller then owns the grant and must undo it.
 func (q *Queue[T]) Remove(w *Waiter[T]) bool {
 	if w.granted {
 		w.unclaimed = true // Recycle receives the grant
@@ -115,6 +125,41 @@ func (q *Queue[T]) Remove(w *Waiter[T]) bool {
 		}
 	}
 	return false
+}
+
+// Wait blocks the caller, which pushed w under mu and then released mu,
+// until w is granted or ctx is done, and recycles w.
+//
+// The race between the two is settled as golang.org/x/sync/semaphore's
+// Acquire settles it: ctx wins. If w is granted and ctx is not done, Wait
+// returns w's value with granted true and err nil, mu not held. If ctx is
+// seen done — before the grant, at the same moment, or just after it —
+// Wait locks mu, takes w out of the queue and returns context.Cause(ctx)
+// with mu held; granted then reports whether a grant had reached w (val is
+// its value): the caller must hand that grant back (or settle it some
+// other documented way) before it unlocks mu, so that a waiter that gives
+// up leaves its owner's state as if it had never waited.
+func (q *Queue[T]) Wait(ctx context.Context, mu sync.Locker, w *Waiter[T]) (val T, granted bool, err error) {
+	done := ctx.Done()
+	select {
+	case <-w.C:
+		val = w.Val
+		select {
+		case <-done: // granted, but ctx ended as well: ctx wins
+			mu.Lock()
+			q.Recycle(w)
+			return val, true, context.Cause(ctx)
+		default:
+		}
+		q.Recycle(w)
+		return val, true, nil
+	case <-done:
+		mu.Lock()
+		granted = !q.Remove(w) // granted as we gave up: Recycle takes its wake-up
+		val = w.Val
+		q.Recycle(w)
+		return val, granted, context.Cause(ctx)
+	}
 }
 
 // Wakes collects the wake-ups of deferred grants. The zero value is ready;

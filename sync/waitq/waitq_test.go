@@ -1,8 +1,10 @@
 package waitq
 
 import (
+	"context"
+	"errors"
+	"sync"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -104,15 +106,140 @@ func TestDeferWakesAfterUnlock(t *testing.T) {
 	w := q.Push()
 	require.True(t, q.Defer(5, &wk))
 	assert.False(t, q.Remove(w))
+	recycled := make(chan struct{})
 	go func() {
-		time.Sleep(2 * time.Millisecond)
-		wk.Wake()
+		q.Recycle(w)
+		close(recycled)
 	}()
-	q.Recycle(w)
-	w2 := q.Push()
 	select {
-	case <-w2.C:
+	case <-recycled:
+		t.Fatal("Recycle returned before the grant's wake-up")
+	default:
+	}
+	wk.Wake()
+	<-recycled
+	requireClean(t, &q)
+}
+
+// requireClean checks that a waiter pushed now starts clean: no value, no
+// wake-up pending.
+func requireClean(t *testing.T, q *Queue[int]) {
+	t.Helper()
+	w := q.Push()
+	select {
+	case <-w.C:
 		t.Fatal("recycled waiter woke without a grant")
 	default:
 	}
+	assert.Zero(t, w.Val)
+	require.True(t, q.Remove(w))
+	q.Recycle(w)
+}
+
+func TestWaitGranted(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var q Queue[int]
+	w := q.Push()
+	require.True(t, q.Grant(4))
+	v, granted, err := q.Wait(context.Background(), &mu, w)
+	require.NoError(t, err)
+	assert.True(t, granted)
+	assert.Equal(t, 4, v)
+	require.True(t, mu.TryLock(), "mu is not held after a grant")
+	requireClean(t, &q)
+}
+
+func TestWaitCancelled(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var q Queue[int]
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cause := errors.New("shutting down")
+	cancel(cause)
+	w := q.Push()
+	_, granted, err := q.Wait(ctx, &mu, w)
+	require.ErrorIs(t, err, cause)
+	assert.False(t, granted)
+	assert.False(t, mu.TryLock(), "mu is held for the caller on error")
+	assert.Equal(t, 0, q.Len(), "the waiter left the queue")
+	assert.False(t, q.Grant(1), "nobody left to grant")
+	requireClean(t, &q)
+}
+
+// TestWaitGrantAndCancelBothReady: the grant and the end of ctx have both
+// happened before the waiter looks. Whichever Wait's select sees first, ctx
+// wins and the grant is reported for the caller to hand back. The loop
+// makes sure both orders of the select are met.
+func TestWaitGrantAndCancelBothReady(t *testing.T) {
+	t.Parallel()
+	var q Queue[int]
+	for i := range 64 {
+		var mu sync.Mutex
+		ctx, cancel := context.WithCancel(context.Background())
+		w := q.Push()
+		mu.Lock()
+		if i%2 == 0 {
+			require.True(t, q.Grant(i))
+		} else {
+			var wk Wakes
+			require.True(t, q.Defer(i, &wk))
+			wk.Wake()
+		}
+		mu.Unlock()
+		cancel()
+		v, granted, err := q.Wait(ctx, &mu, w)
+		require.ErrorIs(t, err, context.Canceled)
+		assert.True(t, granted, "the raced grant is reported")
+		assert.Equal(t, i, v)
+		assert.False(t, mu.TryLock(), "mu is held for the caller to hand the grant back")
+		requireClean(t, &q)
+	}
+}
+
+// hookLocker tells the test when a goroutine is about to lock it.
+type hookLocker struct {
+	sync.Mutex
+	locking chan struct{}
+}
+
+func (l *hookLocker) Lock() {
+	l.locking <- struct{}{}
+	l.Mutex.Lock()
+}
+
+// TestWaitGrantRacesCancel forces the narrow order: the waiter has seen ctx
+// done and is about to lock, and a deferred grant is made before it holds
+// the lock (its wake-up after). Wait reports the grant for the caller to
+// hand back and leaves the waiter clean for reuse.
+func TestWaitGrantRacesCancel(t *testing.T) {
+	t.Parallel()
+	mu := &hookLocker{locking: make(chan struct{})}
+	var q Queue[int]
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cause := errors.New("shutting down")
+	w := q.Push()
+	mu.Mutex.Lock() // the granter holds the owner's lock
+	cancel(cause)
+	type result struct {
+		v       int
+		granted bool
+		err     error
+	}
+	out := make(chan result, 1)
+	go func() {
+		v, granted, err := q.Wait(ctx, mu, w)
+		out <- result{v, granted, err}
+	}()
+	<-mu.locking // not granted yet: the waiter can only have seen ctx done
+	var wk Wakes
+	require.True(t, q.Defer(9, &wk), "the waiter is still queued")
+	mu.Mutex.Unlock()
+	wk.Wake()
+	r := <-out
+	require.ErrorIs(t, r.err, cause)
+	assert.True(t, r.granted)
+	assert.Equal(t, 9, r.v)
+	assert.False(t, mu.TryLock(), "mu is held for the caller")
+	requireClean(t, &q)
 }
