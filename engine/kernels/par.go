@@ -4,11 +4,17 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+
+	"github.com/sourcegraph/conc/panics"
 )
 
 // Par runs kernels on up to Threads goroutines; 0 or 1 means the calling
 // goroutine only. A Par is a plain value: it is safe for concurrent use, and
-// the goroutines a call starts have all finished when the call returns.
+// the goroutines a call starts have all finished when the call returns. A
+// panic on one of them (a bug: bad arguments panic on the caller's goroutine
+// before any starts) is raised again on the caller's goroutine as a
+// *panics.Recovered (github.com/sourcegraph/conc/panics) that keeps the
+// panicking goroutine's stack.
 //
 // Threads changes only the speed of a call, never its result: work is split
 // over output tiles, and the arithmetic that produces each output element is
@@ -39,8 +45,18 @@ func (p Par) workers(nItems int, work, minWork int64) int {
 // threads goroutines (the caller's included); worker in [0, threads) names
 // the goroutine, so body may keep per-worker scratch. Items are handed out
 // dynamically; callers must make each item's result independent of which
-// worker runs it. A panic in body is re-raised in the caller after every
-// goroutine has stopped.
+// worker runs it.
+//
+// A panic in body stops the hand-out of items and, once every goroutine has
+// stopped, is raised again on the caller's goroutine. When the call uses
+// more than one goroutine the value raised is the first panic's
+// *panics.Recovered: its Value is body's panic value and its Stack the
+// panicking goroutine's, which a re-panic would otherwise lose (printed, it
+// shows both). On one goroutine body's panic simply unwinds the caller.
+//
+// Cost: one goroutine start and join per extra worker and a handful of small
+// allocations per call; a panic costs a stack capture, nothing is spent on
+// it otherwise.
 func parallelFor(threads, nItems int, body func(item, worker int)) {
 	if threads <= 1 || nItems <= 1 {
 		for i := range nItems {
@@ -50,28 +66,22 @@ func parallelFor(threads, nItems int, body func(item, worker int)) {
 	}
 	threads = min(threads, nItems)
 	var (
-		next     atomic.Int64
-		wg       sync.WaitGroup
-		panicMu  sync.Mutex
-		panicked any
+		next    atomic.Int64
+		wg      sync.WaitGroup
+		catcher panics.Catcher
 	)
 	run := func(worker int) {
-		defer func() {
-			if r := recover(); r != nil {
-				panicMu.Lock()
-				if panicked == nil {
-					panicked = r
+		catcher.Try(func() {
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= nItems {
+					return
 				}
-				panicMu.Unlock()
-				next.Store(int64(nItems)) // stop handing out work
+				body(i, worker)
 			}
-		}()
-		for {
-			i := int(next.Add(1) - 1)
-			if i >= nItems {
-				return
-			}
-			body(i, worker)
+		})
+		if catcher.Recovered() != nil {
+			next.Store(int64(nItems)) // stop handing out work
 		}
 	}
 	wg.Add(threads - 1)
@@ -83,9 +93,7 @@ func parallelFor(threads, nItems int, body func(item, worker int)) {
 	}
 	run(0)
 	wg.Wait()
-	if panicked != nil {
-		panic(panicked)
-	}
+	catcher.Repanic()
 }
 
 // DefaultThreads is the number of goroutines a Par should use to fill the

@@ -1,9 +1,13 @@
 package kernels
 
 import (
-	"runtime"
+	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/sourcegraph/conc/panics"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -51,17 +55,60 @@ func TestParallelForRunsEveryItemOnce(t *testing.T) {
 	}
 }
 
-// TestParallelForPanics checks that a panic in a worker goroutine reaches the
-// caller after every goroutine has stopped (TestMain checks for leaks).
+// TestParallelForPanics checks that a panic in body reaches the caller after
+// every goroutine has stopped (TestMain checks for leaks), carrying body's
+// panic value.
 func TestParallelForPanics(t *testing.T) {
 	t.Parallel()
-	assert.PanicsWithValue(t, "boom", func() {
-		parallelFor(4, 100, func(item, _ int) {
-			if item == 37 {
-				panic("boom")
-			}
-		})
+	defer func() {
+		rec, ok := recover().(*panics.Recovered)
+		require.True(t, ok, "a panic on several goroutines is raised again as a *panics.Recovered")
+		assert.Equal(t, "boom", rec.Value)
+	}()
+	parallelFor(4, 100, func(item, _ int) {
+		if item == 37 {
+			panic("boom")
+		}
 	})
+	t.Fatal("parallelFor returned after a panic in body")
+}
+
+// panicInWorker is the frame TestParallelForKeepsWorkerStack looks for.
+//
+//go:noinline
+func panicInWorker(released chan<- struct{}) {
+	close(released)
+	panic("worker failed")
+}
+
+// TestParallelForKeepsWorkerStack checks that a panic on a worker goroutine
+// (not the caller's) is raised again on the caller with the worker's stack:
+// the panicking function's frame is in the recovered value's text. The
+// caller's body waits for the worker's panic, so the worker necessarily
+// takes the second item.
+func TestParallelForKeepsWorkerStack(t *testing.T) {
+	t.Parallel()
+	released := make(chan struct{})
+	var r any
+	func() {
+		defer func() { r = recover() }()
+		parallelFor(2, 2, func(_, worker int) {
+			if worker == 0 {
+				<-released
+				return
+			}
+			panicInWorker(released)
+		})
+	}()
+	require.NotNil(t, r, "the worker's panic reaches the caller")
+	rec, ok := r.(*panics.Recovered)
+	require.True(t, ok, "raised as a *panics.Recovered, got %T", r)
+	assert.Equal(t, "worker failed", rec.Value)
+	text := fmt.Sprint(r)
+	assert.Contains(t, text, "worker failed")
+	assert.Contains(t, text, "kernels.panicInWorker", "the worker's stack is kept")
+	assert.NotContains(t, text, "TestParallelForKeepsWorkerStack.func1()",
+		"the stack is the worker's, not the caller's")
 }
 
 func TestItemGrid(t *testing.T) {
@@ -84,10 +131,26 @@ func TestItemGrid(t *testing.T) {
 }
 
 // TestGemmUsesThreads checks that a large product really runs on several
-// goroutines at once, and a small one on the caller's alone.
+// goroutines at once, and a small one on the caller's alone. In the threaded
+// run each kernel call waits until three are running at once, which only
+// three goroutines can bring about; whatever the machine's load, a pool that
+// starts them gets there. A pool that did not would wait for ever, so the
+// wait gives up at nine tenths of the test binary's own deadline (-timeout)
+// and the assertion then fails.
 func TestGemmUsesThreads(t *testing.T) {
 	t.Parallel()
-	var running, peak atomic.Int32
+	var giveUp chan struct{}
+	if d, ok := t.Deadline(); ok {
+		giveUp = make(chan struct{})
+		timer := time.AfterFunc(time.Until(d)*9/10, func() { close(giveUp) })
+		defer timer.Stop()
+	}
+	var (
+		running, peak atomic.Int32
+		want          int32         // > 0: kernels wait until want run at once
+		all           chan struct{} // closed when want run at once
+		allOnce       sync.Once
+	)
 	im := *goSgemm
 	im.kernel = func(k int, a []float32, rsa, csa int, b []float32, ldb int, c []float32, ldc int, alpha, beta float32) {
 		n := running.Add(1)
@@ -97,17 +160,26 @@ func TestGemmUsesThreads(t *testing.T) {
 				break
 			}
 		}
+		if want > 0 {
+			if n >= want {
+				allOnce.Do(func() { close(all) })
+			}
+			select {
+			case <-all:
+			case <-giveUp:
+			}
+		}
 		goKernel4x4(k, a, rsa, csa, b, ldb, c, ldc, alpha, beta)
-		runtime.Gosched() // let the other goroutine overlap even on one CPU
 		running.Add(-1)
 	}
-	run := func(m, n, k, threads int) int32 {
+	run := func(m, n, k, threads int, wait int32) int32 {
 		peak.Store(0)
+		want, all, allOnce = wait, make(chan struct{}), sync.Once{}
 		a, b, c := make([]float32, m*k), make([]float32, k*n), make([]float32, m*n)
 		gemm(&im, Par{Threads: threads}, false, false, m, n, k, 1, a, k, b, n, 0, c, n)
 		return peak.Load()
 	}
-	assert.Equal(t, int32(1), run(256, 256, 64, 1), "Threads 1")
-	assert.Equal(t, int32(1), run(16, 16, 16, 4), "a small product stays on the caller")
-	assert.Equal(t, int32(3), run(256, 256, 64, 3), "a 4M multiply-add product on 3 threads")
+	assert.Equal(t, int32(1), run(256, 256, 64, 1, 0), "Threads 1")
+	assert.Equal(t, int32(1), run(16, 16, 16, 4, 0), "a small product stays on the caller")
+	assert.Equal(t, int32(3), run(256, 256, 64, 3, 3), "a 4M multiply-add product on 3 threads")
 }
