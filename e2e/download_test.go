@@ -1,10 +1,8 @@
 package e2e
 
 import (
-	"context"
 	"math"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -26,8 +24,7 @@ func TestSamplerProcessDownloads(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the tandem command and runs two server processes")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
+	ctx := t.Context() // no deadline but go test's -timeout
 	trainerStore, samplerStore := t.TempDir(), t.TempDir()
 	trainerProc := startServe(t, "trainer", trainerStore, apiKey)
 	samplerProc := startServe(t, "sampler", samplerStore, apiKey, "-fetch-from", trainerProc.url())

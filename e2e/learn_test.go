@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"path/filepath"
 	"testing"
 	"time"
@@ -34,8 +33,7 @@ func TestRemoteLoopLearns(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the tandem command and runs two server processes")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
+	ctx := t.Context() // no deadline but go test's -timeout
 	store := t.TempDir()
 	trainerProc := startServe(t, "trainer", store, apiKey)
 	samplerProc := startServe(t, "sampler", store, apiKey)

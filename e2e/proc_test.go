@@ -64,6 +64,11 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// recoverForever is the resilient clients' RecoverFor in these tests: a
+// bound no recovery reaches (longer than go test's own -timeout). The tests
+// check that a client recovers, not how fast a loaded machine lets it.
+const recoverForever = time.Hour
+
 // proc is one `tandem serve` process, restartable on the same address.
 type proc struct {
 	t      *testing.T
@@ -119,6 +124,8 @@ func (p *proc) start() {
 		p.waitErr = cmd.Wait()
 		logf.Close()
 	}()
+	// No deadline of its own: a process that neither listens nor exits is
+	// reported by go test's -timeout, however slow the machine otherwise is.
 	select {
 	case line := <-lines:
 		require.True(p.t, strings.HasPrefix(line, listening), "unexpected first line %q", line)
@@ -126,8 +133,6 @@ func (p *proc) start() {
 	case <-exited:
 		b, _ := os.ReadFile(logf.Name())
 		p.t.Fatalf("tandem serve --role %s exited before listening:\n%s", p.role, b)
-	case <-time.After(time.Minute):
-		p.t.Fatalf("tandem serve --role %s did not start within a minute", p.role)
 	}
 	p.cmd, p.exited = cmd, exited
 }

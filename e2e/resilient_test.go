@@ -25,18 +25,26 @@ import (
 const fakeBase = "fake-base"
 
 // restartable is a server on a fixed address that can lose all its state
-// (as a killed and restarted process does) and be unreachable meanwhile.
-// The fake backend and store persist across restarts, as a checkpoint
-// folder does.
+// (as a killed and restarted process does) and be unreachable until a
+// client has found it so. The fake backend and store persist across
+// restarts, as a checkpoint folder does.
 type restartable struct {
 	t     *testing.T
 	be    *servertest.Backend
 	store *servertest.Store
 	hs    *httptest.Server
 
-	mu   sync.Mutex
-	srv  *server.Server
-	down bool
+	mu      sync.Mutex
+	srv     *server.Server
+	down    bool // until the next request, which is dropped
+	dropped int  // requests dropped so far
+}
+
+// drops returns how many requests found the server away.
+func (r *restartable) drops() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.dropped
 }
 
 func newRestartable(t *testing.T) *restartable {
@@ -65,7 +73,12 @@ func (r *restartable) serve(w http.ResponseWriter, req *http.Request) {
 	srv, down := r.srv, r.down
 	r.mu.Unlock()
 	if down {
-		// No answer at all: the client sees a dropped connection.
+		// No answer at all: the client sees a dropped connection, and the
+		// server is back for whatever it tries next.
+		r.mu.Lock()
+		r.down = false
+		r.dropped++
+		r.mu.Unlock()
 		if c, _, err := http.NewResponseController(w).Hijack(); err == nil {
 			c.Close()
 		}
@@ -74,24 +87,23 @@ func (r *restartable) serve(w http.ResponseWriter, req *http.Request) {
 	srv.ServeHTTP(w, req)
 }
 
-// crash drops every session, model and future, and stays unreachable for d.
-func (r *restartable) crash(d time.Duration) {
+// crash drops every session, model and future, and drops the connection
+// of the next request that comes in. How long the server is away is
+// counted in requests, not timed, so the client sees the same crash on a
+// fast machine and a loaded one.
+func (r *restartable) crash() {
 	r.mu.Lock()
 	old := r.srv
 	r.down = true
 	r.srv = r.newServer()
 	r.mu.Unlock()
 	require.NoError(r.t, old.Close(context.Background()))
-	time.Sleep(d)
-	r.mu.Lock()
-	r.down = false
-	r.mu.Unlock()
 }
 
 func quietOptions(url string) resilient.Options {
 	return resilient.Options{
 		Client: tinker.Options{BaseURL: url, APIKey: apiKey, RetryInitial: 10 * time.Millisecond, RetryMax: 50 * time.Millisecond, RetryMaxElapsed: 200 * time.Millisecond, PollInterval: time.Millisecond},
-		Base:   fakeBase, Lora: lora, RecoverFor: 10 * time.Second,
+		Base:   fakeBase, Lora: lora, RecoverFor: recoverForever,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	}
 }
@@ -130,7 +142,7 @@ func TestTrainerRecoversExactly(t *testing.T) {
 				_, err := tr.ForwardBackward(ctx, []rl.Datum{datum(tokens)}, rl.Loss{Name: rl.CrossEntropy}).Wait(ctx)
 				require.NoError(t, err)
 				if i == 5 {
-					srv.crash(100 * time.Millisecond) // the forward_backward is lost with the server
+					srv.crash() // the forward_backward is lost with the server
 				}
 				out, err := tr.OptimStep(ctx, rl.AdamParams{LearningRate: lr}).Wait(ctx)
 				require.NoError(t, err)
@@ -138,10 +150,11 @@ func TestTrainerRecoversExactly(t *testing.T) {
 				_, err = tr.SaveForSampler(ctx, fmt.Sprintf("s%d", i)).Wait(ctx)
 				require.NoError(t, err)
 				if i == 2 {
-					srv.crash(100 * time.Millisecond)
+					srv.crash()
 				}
 			}
 			assert.Equal(t, 2, tr.Recoveries())
+			assert.GreaterOrEqual(t, srv.drops(), 2, "the client found the server away after each crash")
 			theta, v := srv.be.Trainer(tr.ModelID()).State()
 			assert.InDelta(t, want, theta, 1e-12, "every step applied exactly once")
 			assert.Equal(t, policy.Version(n), v)
@@ -189,7 +202,7 @@ func TestSamplerRecoversItsVersion(t *testing.T) {
 	p := rl.SamplingParams{MaxTokens: 2}
 	before, err := smp.Sample(ctx, prompt, 2, p)
 	require.NoError(t, err)
-	srv.crash(100 * time.Millisecond)
+	srv.crash()
 
 	var wg sync.WaitGroup
 	outs := make([]rl.SampleOutput, 8)
@@ -208,6 +221,7 @@ func TestSamplerRecoversItsVersion(t *testing.T) {
 		assert.Equal(t, before.Sequences[0].Logprobs, outs[i].Sequences[0].Logprobs, "the same weights after the crash")
 	}
 	assert.Equal(t, 1, smp.Recoveries(), "concurrent calls share one recovery")
+	assert.GreaterOrEqual(t, srv.drops(), 1, "a client found the server away")
 }
 
 func TestRecoverable(t *testing.T) {

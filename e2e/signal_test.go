@@ -3,7 +3,6 @@ package e2e
 import (
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -18,12 +17,8 @@ func TestServeExitsCleanlyOnSignals(t *testing.T) {
 		t.Run(sig.String(), func(t *testing.T) {
 			p := startServe(t, "sampler", t.TempDir(), apiKey)
 			require.NoError(t, p.cmd.Process.Signal(sig))
-			select {
-			case <-p.exited:
-				require.NoError(t, p.waitErr, "exit status after %v", sig)
-			case <-time.After(20 * time.Second):
-				t.Fatalf("still running 20 s after %v", sig)
-			}
+			<-p.exited // a process that never exits is reported by go test's -timeout
+			require.NoError(t, p.waitErr, "exit status after %v", sig)
 		})
 	}
 }

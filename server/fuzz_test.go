@@ -39,6 +39,8 @@ func FuzzEndpoints(f *testing.F) {
 	for i, s := range seeds {
 		f.Add(uint8(i), []byte(s))
 	}
+	// Short waits make parked calls expire and polls return while the
+	// fuzzer runs; the checks (no 5xx, JSON answers) hold whichever comes first.
 	cfg := server.Config{APIKeys: []string{keyA}, PollWait: time.Millisecond, SeqWait: 10 * time.Millisecond,
 		Models: []server.ModelSpec{{Name: base, VocabSize: servertest.Vocab, MaxContextLength: 64}}}
 	srv, err := server.New(cfg, server.Options{Backend: &servertest.Backend{}})
@@ -46,9 +48,9 @@ func FuzzEndpoints(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Close(ctx)
+		if err := srv.Close(context.Background()); err != nil {
+			f.Error(err)
+		}
 	})
 	post := func(endpoint string, body []byte) *httptest.ResponseRecorder {
 		req := httptest.NewRequest(http.MethodPost, "/api/v1/"+endpoint, bytes.NewReader(body))
@@ -59,17 +61,23 @@ func FuzzEndpoints(f *testing.F) {
 	}
 	cs, _ := wire.DecodeCreateSessionResponse(post("create_session", []byte(`{}`)).Body.Bytes())
 	fut, _ := wire.DecodeUntypedAPIFuture(post("create_model", []byte(`{"session_id":"`+cs.SessionID+`","model_seq_id":0,"base_model":"tiny-base"}`)).Body.Bytes())
+	// Poll until the model exists, however long that takes (PollWait only
+	// paces the polls; go test's -timeout reports a model that never comes).
 	var modelID string
-	for range 100 {
-		r, _ := wire.DecodeFutureResult(post("retrieve_future", []byte(`{"request_id":"`+fut.RequestID+`"}`)).Body.Bytes())
-		if r.Result != nil {
-			m, _ := wire.DecodeCreateModelResponse(r.Result)
+	for modelID == "" {
+		r, err := wire.DecodeFutureResult(post("retrieve_future", []byte(`{"request_id":"`+fut.RequestID+`"}`)).Body.Bytes())
+		switch {
+		case err != nil:
+			f.Fatal(err)
+		case r.Failed != nil:
+			f.Fatalf("create_model failed: %+v", r.Failed)
+		case r.TryAgain == nil:
+			m, err := wire.DecodeCreateModelResponse(r.Result)
+			if err != nil {
+				f.Fatal(err)
+			}
 			modelID = m.ModelID
-			break
 		}
-	}
-	if modelID == "" {
-		f.Fatal("no model")
 	}
 	f.Fuzz(func(t *testing.T, pick uint8, body []byte) {
 		ep := fuzzEndpoints[int(pick)%len(fuzzEndpoints)]

@@ -55,11 +55,16 @@ func newHarness(t *testing.T, mod func(*server.Config)) *harness {
 // newHarnessWith also lets the test change the server's Options.
 func newHarnessWith(t *testing.T, mod func(*server.Config), opts func(*server.Options)) *harness {
 	t.Helper()
+	// PollWait only paces polling (a poll that ends early answers
+	// try_again and is polled again), so its value decides no outcome.
+	// SeqWait expiring would: a test that sends seq_ids out of order must
+	// not see the early ones time out however slow the machine, so it is
+	// longer than go test's own -timeout; the test of that expiry sets its own.
 	cfg := server.Config{
 		APIKeys:  []string{keyA, keyB},
 		Models:   []server.ModelSpec{{Name: base, VocabSize: servertest.Vocab, MaxContextLength: 512}},
 		PollWait: 200 * time.Millisecond,
-		SeqWait:  5 * time.Second,
+		SeqWait:  time.Hour,
 	}
 	if mod != nil {
 		mod(&cfg)
@@ -78,9 +83,7 @@ func newHarnessWith(t *testing.T, mod func(*server.Config), opts func(*server.Op
 	h.hs = httptest.NewServer(srv)
 	t.Cleanup(func() {
 		h.hs.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		require.NoError(t, srv.Close(ctx))
+		require.NoError(t, srv.Close(context.Background()))
 	})
 	return h
 }
@@ -133,18 +136,17 @@ func (h *harness) submit(key, endpoint string, body any, headers ...string) stri
 }
 
 // result polls request id until it is done and returns the raw result.
+// It sets no deadline of its own: a call that never finishes is reported by
+// go test's -timeout, with every goroutine's stack.
 func (h *harness) result(key, id string) wire.FutureResult {
 	h.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
+	for {
 		r, err := wire.DecodeFutureResult(h.post(key, "retrieve_future", map[string]string{"request_id": id}))
 		require.NoError(h.t, err)
 		if r.TryAgain == nil {
 			return r
 		}
 	}
-	h.t.Fatalf("request %s not done in time", id)
-	return wire.FutureResult{}
 }
 
 // ok polls id and requires success.

@@ -5,7 +5,6 @@ import (
 	"net"
 	"net/http"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -29,13 +28,10 @@ func TestServeStopsWithContext(t *testing.T) {
 	resp.Body.Close()
 	assert.Equal(t, http.StatusOK, resp.StatusCode)
 
+	// Serve must return; if it never does, go test's -timeout says so with
+	// every goroutine's stack.
 	cancel()
-	select {
-	case err := <-done:
-		assert.NoError(t, err)
-	case <-time.After(15 * time.Second):
-		t.Fatal("Serve did not return after its context ended")
-	}
+	assert.NoError(t, <-done)
 	_, err = http.Get("http://" + ln.Addr().String() + "/api/v1/healthz")
 	assert.Error(t, err, "no longer listening")
 }

@@ -43,45 +43,63 @@ func servedVersion(t *testing.T, raw []byte) int64 {
 	return *sr.PolicyVersion
 }
 
-// TestMinPolicyVersion covers the tandem extension: a session bound to
-// version 1 answers a request for ≥ 2 from the newest published version of
-// the same run, waits for one that is not published yet, and fails clearly
-// when none comes in time or when the session samples the base model.
-func TestMinPolicyVersion(t *testing.T) {
-	h := newHarnessWith(t, func(c *server.Config) { c.VersionWait = 2 * time.Second }, func(o *server.Options) { o.Store = &servertest.Store{} })
+// openV1 makes a model, publishes its version 1 for samplers and opens a
+// sampling session bound to it.
+func (h *harness) openV1() (model string, seq *int, sid string) {
+	h.t.Helper()
 	sess := h.session(keyA)
-	model := h.model(keyA, sess, 0)
-	seq := 1
-	v1 := h.step(model, &seq, 1)
+	model = h.model(keyA, sess, 0)
+	seq = new(int)
+	*seq = 1
+	v1 := h.step(model, seq, 1)
 	ss, err := wire.DecodeCreateSamplingSessionResponse(h.post(keyA, "create_sampling_session",
 		fmt.Sprintf(`{"session_id":%q,"sampling_session_seq_id":0,"model_path":%q}`, sess, v1)))
-	require.NoError(t, err)
-	sid := ss.SamplingSessionID
+	require.NoError(h.t, err)
+	return model, seq, ss.SamplingSessionID
+}
+
+// TestMinPolicyVersion covers the tandem extension: a session bound to
+// version 1 answers a request for ≥ 2 from the newest published version of
+// the same run, waits for one that is not published yet, and refuses a
+// request the session can never meet.
+func TestMinPolicyVersion(t *testing.T) {
+	t.Parallel()
+	// looked is told each time the server looks in the store for newer
+	// versions. Every version this test asks for is or will be published,
+	// so VersionWait is one no request reaches however slow the machine.
+	looked := make(chan struct{}, 1)
+	store := &servertest.Store{OnList: func(string, string) {
+		select {
+		case looked <- struct{}{}:
+		default:
+		}
+	}}
+	h := newHarnessWith(t, func(c *server.Config) { c.VersionWait = time.Hour }, func(o *server.Options) { o.Store = store })
+	model, seq, sid := h.openV1()
 	n := func(v int) *int { return &v }
 
 	assert.Equal(t, int64(1), servedVersion(t, h.ok(keyA, h.submit(keyA, "asample", sampleBody(sid, 0, nil)))))
 	assert.Equal(t, int64(1), servedVersion(t, h.ok(keyA, h.submit(keyA, "asample", sampleBody(sid, 1, n(1))))), "the session's version is new enough")
 
-	h.step(model, &seq, 2)
-	h.step(model, &seq, 3)
+	h.step(model, seq, 2)
+	h.step(model, seq, 3)
 	assert.Equal(t, int64(3), servedVersion(t, h.ok(keyA, h.submit(keyA, "asample", sampleBody(sid, 2, n(2))))), "the newest version ≥ 2")
 	assert.Equal(t, int64(1), servedVersion(t, h.ok(keyA, h.submit(keyA, "asample", sampleBody(sid, 3, nil)))), "without the field the session's version")
 
-	// Version 4 is published while the request waits.
+	// Version 4 is published while the request waits: once the server has
+	// looked (and found at most version 3), and not before.
+	select {
+	case <-looked: // from an earlier request, all of which have finished
+	default:
+	}
 	pending := h.submit(keyA, "asample", sampleBody(sid, 4, n(4)))
-	time.Sleep(100 * time.Millisecond)
-	h.step(model, &seq, 4)
+	<-looked
+	h.step(model, seq, 4)
 	assert.Equal(t, int64(4), servedVersion(t, h.ok(keyA, pending)))
-
-	// Version 9 never comes.
-	r := h.result(keyA, h.submit(keyA, "asample", sampleBody(sid, 5, n(9))))
-	require.NotNil(t, r.Failed)
-	assert.Contains(t, r.Failed.Error, "min_policy_version 9")
-	assert.Equal(t, wire.ErrorCategoryUser, r.Failed.Category)
 
 	// The base model has only version 0.
 	baseSess, err := wire.DecodeCreateSamplingSessionResponse(h.post(keyA, "create_sampling_session",
-		fmt.Sprintf(`{"session_id":%q,"sampling_session_seq_id":1,"base_model":%q}`, sess, base)))
+		fmt.Sprintf(`{"session_id":%q,"sampling_session_seq_id":1,"base_model":%q}`, h.session(keyA), base)))
 	require.NoError(t, err)
 	status, body := h.call(keyA, http.MethodPost, "asample", sampleBody(baseSess.SamplingSessionID, 0, n(1)))
 	assert.Equal(t, http.StatusBadRequest, status)
@@ -90,4 +108,19 @@ func TestMinPolicyVersion(t *testing.T) {
 	status, body = h.call(keyA, http.MethodPost, "asample", sampleBody(sid, 6, n(-1)))
 	assert.Equal(t, http.StatusBadRequest, status)
 	assert.Contains(t, string(body), "negative")
+}
+
+// TestMinPolicyVersionNeverPublished: a request for a version the trainer
+// never publishes fails, as a user error, once VersionWait has passed. No
+// version 9 ever comes, so any VersionWait is the right one to expire.
+func TestMinPolicyVersionNeverPublished(t *testing.T) {
+	t.Parallel()
+	h := newHarnessWith(t, func(c *server.Config) { c.VersionWait = time.Millisecond }, func(o *server.Options) { o.Store = &servertest.Store{} })
+	_, _, sid := h.openV1()
+	nine := 9
+	r := h.result(keyA, h.submit(keyA, "asample", sampleBody(sid, 0, &nine)))
+	require.NotNil(t, r.Failed)
+	assert.Contains(t, r.Failed.Error, "min_policy_version 9")
+	assert.Contains(t, r.Failed.Error, "within 1ms")
+	assert.Equal(t, wire.ErrorCategoryUser, r.Failed.Category)
 }

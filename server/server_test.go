@@ -151,12 +151,14 @@ func TestBadBodyUsesUpItsSeqID(t *testing.T) {
 
 func TestParkedCallTimesOut(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, func(c *server.Config) { c.SeqWait = 50 * time.Millisecond })
+	// seq_id 1 never comes, so any SeqWait is the right one to expire.
+	h := newHarness(t, func(c *server.Config) { c.SeqWait = time.Millisecond })
 	model := h.model(keyA, h.session(keyA), 0)
 	id := h.submit(keyA, "optim_step", optim(model, 2, 1))
 	r := h.result(keyA, id)
 	require.NotNil(t, r.Failed)
 	assert.Contains(t, r.Failed.Error, "waited for seq_id 1")
+	assert.Contains(t, r.Failed.Error, "within 1ms")
 	assert.Equal(t, wire.ErrorCategoryUser, r.Failed.Category)
 	assert.Empty(t, h.be.Trainer(model).Calls())
 }
@@ -206,8 +208,10 @@ func TestBackPressure(t *testing.T) {
 
 func TestTryAgainWhileRunning(t *testing.T) {
 	t.Parallel()
+	// The gated call cannot finish before the poll ends, so any PollWait
+	// is the right one to answer try_again.
 	gate := make(chan struct{})
-	h := newHarnessWith(t, func(c *server.Config) { c.PollWait = 10 * time.Millisecond }, func(o *server.Options) {
+	h := newHarnessWith(t, func(c *server.Config) { c.PollWait = time.Millisecond }, func(o *server.Options) {
 		o.Backend = &servertest.Backend{Gate: gate}
 	})
 	id := h.submit(keyA, "asample", `{"base_model":"tiny-base","prompt":{"chunks":[{"tokens":[1]}]},"sampling_params":{"max_tokens":1}}`)

@@ -49,7 +49,9 @@ func servePlugin(mode string) {
 		case mode == "garbage":
 			fmt.Println("hello, I am not JSON")
 		case mode == "hang":
-			select {}
+			// Read on, answer nothing: any timeout is the right outcome,
+			// however fast or slow the machine, and a closed stdin still
+			// ends the process.
 		case mode == "crash" && req.Completion == "crash":
 			fmt.Fprintln(os.Stderr, "plugin: boom")
 			os.Exit(3)
@@ -60,6 +62,16 @@ func servePlugin(mode string) {
 		}
 	}
 }
+
+// Timeouts the tests give the plugin. A plugin that answers gets one no
+// answer can reach (longer than go test's own -timeout, 10 min by default),
+// so however slow a loaded machine and a race-instrumented subprocess are,
+// the answer is what gets reported; only a plugin that never answers (mode
+// "hang") gets a short one, and for it any timeout is the right outcome.
+const (
+	noTimeout  = time.Hour
+	anyTimeout = time.Millisecond
+)
 
 func selfPlugin(t *testing.T, mode string, timeout time.Duration) *Proc {
 	t.Helper()
@@ -72,7 +84,7 @@ func selfPlugin(t *testing.T, mode string, timeout time.Duration) *Proc {
 }
 
 func TestProcScoresConcurrently(t *testing.T) {
-	p := selfPlugin(t, "ok", 5*time.Second)
+	p := selfPlugin(t, "ok", noTimeout)
 	var wg sync.WaitGroup
 	for i := range 40 {
 		wg.Add(1)
@@ -89,18 +101,19 @@ func TestProcScoresConcurrently(t *testing.T) {
 
 func TestProcBadAnswers(t *testing.T) {
 	for _, tc := range []struct {
-		mode string
-		kind Kind
-		msg  string
+		mode    string
+		timeout time.Duration
+		kind    Kind
+		msg     string
 	}{
-		{"nan", KindGarbage, "NaN"},
-		{"string", KindGarbage, "is a string, not a number"},
-		{"garbage", KindGarbage, "not a JSON object"},
-		{"remote", KindRemote, "cannot score abc"},
-		{"hang", KindTimeout, "no answer within"},
+		{"nan", noTimeout, KindGarbage, "NaN"},
+		{"string", noTimeout, KindGarbage, "is a string, not a number"},
+		{"garbage", noTimeout, KindGarbage, "not a JSON object"},
+		{"remote", noTimeout, KindRemote, "cannot score abc"},
+		{"hang", anyTimeout, KindTimeout, "no answer within " + anyTimeout.String()},
 	} {
 		t.Run(tc.mode, func(t *testing.T) {
-			p := selfPlugin(t, tc.mode, 300*time.Millisecond)
+			p := selfPlugin(t, tc.mode, tc.timeout)
 			_, err := p.Score(context.Background(), Request{Completion: "abc"})
 			var pe *Error
 			require.ErrorAs(t, err, &pe)
@@ -112,7 +125,7 @@ func TestProcBadAnswers(t *testing.T) {
 }
 
 func TestProcRestartsAfterCrashAndHang(t *testing.T) {
-	p := selfPlugin(t, "crash", 2*time.Second)
+	p := selfPlugin(t, "crash", noTimeout)
 	r, err := p.Score(context.Background(), Request{Completion: "ab"})
 	require.NoError(t, err)
 	assert.Equal(t, 2.0, r)
@@ -126,7 +139,7 @@ func TestProcRestartsAfterCrashAndHang(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 4.0, r)
 
-	h := selfPlugin(t, "hang", 100*time.Millisecond)
+	h := selfPlugin(t, "hang", anyTimeout)
 	for range 2 {
 		_, err := h.Score(context.Background(), Request{Completion: "x"})
 		require.ErrorAs(t, err, &pe)
@@ -135,8 +148,10 @@ func TestProcRestartsAfterCrashAndHang(t *testing.T) {
 }
 
 func TestProcHonoursContextAndClose(t *testing.T) {
-	p := selfPlugin(t, "hang", time.Minute)
-	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	// The plugin never answers and its own timeout cannot come first, so
+	// the context's end, whenever it comes, is what Score reports.
+	p := selfPlugin(t, "hang", noTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), anyTimeout)
 	defer cancel()
 	_, err := p.Score(ctx, Request{Completion: "x"})
 	require.ErrorIs(t, err, context.DeadlineExceeded)
@@ -159,6 +174,8 @@ func TestProcConfigErrors(t *testing.T) {
 }
 
 func TestHTTPPlugin(t *testing.T) {
+	// A "hang" request is held until the test ends: it never answers.
+	release := make(chan struct{})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var req Request
 		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
@@ -175,7 +192,7 @@ func TestHTTPPlugin(t *testing.T) {
 		case "hang":
 			select {
 			case <-r.Context().Done():
-			case <-time.After(5 * time.Second):
+			case <-release:
 			}
 		case "wrongid":
 			fmt.Fprintf(w, `{"id": %d, "reward": 1}`, req.ID+100)
@@ -184,23 +201,27 @@ func TestHTTPPlugin(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	h, err := NewHTTP(HTTPConfig{URL: srv.URL, Timeout: 200 * time.Millisecond})
+	defer close(release) // before srv.Close, which waits for the handlers
+	h, err := NewHTTP(HTTPConfig{URL: srv.URL, Timeout: noTimeout})
+	require.NoError(t, err)
+	hung, err := NewHTTP(HTTPConfig{URL: srv.URL, Timeout: anyTimeout})
 	require.NoError(t, err)
 	r, err := h.Score(context.Background(), Request{Completion: "hello"})
 	require.NoError(t, err)
 	assert.Equal(t, 5.0, r)
 	for _, tc := range []struct {
 		in   string
+		p    *HTTP
 		kind Kind
 		msg  string
 	}{
-		{"nan", KindGarbage, "NaN"},
-		{"text", KindGarbage, "not a number"},
-		{"500", KindRemote, "HTTP 500: internal trouble"},
-		{"hang", KindTimeout, "no answer within"},
-		{"wrongid", KindGarbage, "carries id"},
+		{"nan", h, KindGarbage, "NaN"},
+		{"text", h, KindGarbage, "not a number"},
+		{"500", h, KindRemote, "HTTP 500: internal trouble"},
+		{"hang", hung, KindTimeout, "no answer within " + anyTimeout.String()},
+		{"wrongid", h, KindGarbage, "carries id"},
 	} {
-		_, err := h.Score(context.Background(), Request{Completion: tc.in})
+		_, err := tc.p.Score(context.Background(), Request{Completion: tc.in})
 		var pe *Error
 		require.ErrorAs(t, err, &pe, tc.in)
 		assert.Equal(t, tc.kind, pe.Kind, tc.in)

@@ -71,7 +71,10 @@ func newStore(t *testing.T, peerURL string) (*Store, *checkpoint.Store) {
 	t.Helper()
 	st, err := checkpoint.Open(t.TempDir())
 	require.NoError(t, err)
-	s, err := New(ckptstore.New(st, ckptstore.Options{}), st, Options{PeerURL: peerURL, APIKey: key})
+	// A client with no timeout: the default's 10 s bound is for a peer
+	// that stops answering, which no test here has, and a loaded machine
+	// must not turn a slow answer into a failure.
+	s, err := New(ckptstore.New(st, ckptstore.Options{}), st, Options{PeerURL: peerURL, APIKey: key, HTTPClient: &http.Client{}})
 	require.NoError(t, err)
 	return s, st
 }

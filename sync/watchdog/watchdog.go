@@ -11,20 +11,26 @@ import (
 // not a goroutine of its own.
 type Dog struct {
 	mu      sync.Mutex
+	clock   clock
 	stopped bool
 	start   time.Time
 	every   time.Duration
 	report  func(waited time.Duration)
-	timer   *time.Timer
+	timer   timer
 }
 
 // Start begins watching a wait: report(waited) is called after every, then
 // every period again, until Stop. A non-positive every disables the dog.
 func Start(every time.Duration, report func(waited time.Duration)) *Dog {
-	d := &Dog{start: time.Now(), every: every, report: report}
+	return start(realClock{}, every, report)
+}
+
+// start is Start on clk.
+func start(clk clock, every time.Duration, report func(waited time.Duration)) *Dog {
+	d := &Dog{clock: clk, start: clk.Now(), every: every, report: report}
 	if every > 0 && report != nil {
 		d.mu.Lock()
-		d.timer = time.AfterFunc(every, d.fire)
+		d.timer = clk.AfterFunc(every, d.fire)
 		d.mu.Unlock()
 	}
 	return d
@@ -36,7 +42,7 @@ func (d *Dog) fire() {
 	if d.stopped {
 		return
 	}
-	d.report(time.Since(d.start))
+	d.report(d.clock.Now().Sub(d.start))
 	d.timer.Reset(d.every)
 }
 
@@ -49,5 +55,5 @@ func (d *Dog) Stop() time.Duration {
 	if d.timer != nil {
 		d.timer.Stop()
 	}
-	return time.Since(d.start)
+	return d.clock.Now().Sub(d.start)
 }
