@@ -121,6 +121,24 @@ func TestTrainerLatenciesAddUp(t *testing.T) {
 	}
 }
 
+// TestZeroLatencyCallWaitsItsTurn: a zero-latency call submitted behind
+// one with a latency does not overtake it.
+func TestZeroLatencyCallWaitsItsTurn(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	tr := NewTrainer(TrainerConfig{ForwardBackward: Fixed(5 * time.Millisecond)})
+	f := tr.ForwardBackward(ctx, nil, rl.Loss{})
+	o := tr.OptimStep(ctx, rl.AdamParams{})
+	out, err := o.Wait(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, policy.Version(1), out.Version)
+	select {
+	case <-f.Done():
+	default:
+		t.Fatal("zero-latency step resolved before the forward-backward ahead of it")
+	}
+}
+
 func TestZeroLatencyResolvesAtOnce(t *testing.T) {
 	t.Parallel()
 	tr := NewTrainer(TrainerConfig{})

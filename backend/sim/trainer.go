@@ -9,6 +9,7 @@ import (
 
 	"github.com/tandemrl/tandem/policy"
 	"github.com/tandemrl/tandem/rl"
+	"github.com/tandemrl/tandem/sync/serial"
 )
 
 // TrainerConfig sets a simulated trainer's behaviour.
@@ -29,14 +30,23 @@ type TrainerConfig struct {
 
 // Trainer is a simulated rl.Trainer. Its version counts the optimizer steps
 // applied (from Start); the values it returns are computed in submission
-// order. It is safe for concurrent use.
+// order, when the call is submitted. It is safe for concurrent use.
+//
+// Results are handed back through a serial.Queue, like every tandem
+// trainer's: each queued call waits until its simulated completion time
+// (the previous call's, or now if that has passed, plus its own latency),
+// so latencies add up as on one device. A zero-latency call on an idle
+// trainer skips the queue and returns a resolved Future, which keeps the
+// simulator at a few hundred nanoseconds a call; no goroutine runs while
+// the trainer is idle, so it needs no Close.
 type Trainer struct {
 	cfg   TrainerConfig
 	mu    sync.Mutex // orders submissions; guards the fields below
 	ver   policy.Version
 	steps int64
-	seq   sequencer
 	saved map[string]policy.Version
+	tail  time.Time // simulated completion time of the last queued call
+	q     serial.Queue
 }
 
 var _ rl.Trainer = (*Trainer)(nil)
@@ -63,16 +73,33 @@ func (t *Trainer) OptimSteps() int64 {
 	return t.steps
 }
 
+// submit computes the call's result now, in submission order, and
+// resolves its Future after lat on the simulated device.
 func submit[T any](t *Trainer, ctx context.Context, lat Latency, compute func() (T, error)) *rl.Future[T] {
 	if err := ctx.Err(); err != nil {
 		return rl.Failed[T](context.Cause(ctx))
 	}
-	f := rl.NewFuture[T]()
 	t.mu.Lock()
+	defer t.mu.Unlock()
 	val, err := compute()
-	t.seq.submit(draw(lat), func() { f.Resolve(val, err) })
-	t.mu.Unlock()
-	return f
+	d := draw(lat)
+	if d <= 0 && t.q.Idle() {
+		return rl.Resolved(val, err)
+	}
+	due := time.Now()
+	if due.Before(t.tail) {
+		due = t.tail
+	}
+	due = due.Add(d)
+	t.tail = due
+	// Once submitted, a call completes whatever happens to ctx, as on a
+	// real trainer; its turn on the queue is not skipped.
+	return serial.Submit(&t.q, context.WithoutCancel(ctx), func(context.Context) (T, error) {
+		if w := time.Until(due); w > 0 {
+			time.Sleep(w)
+		}
+		return val, err
+	})
 }
 
 // ForwardBackward implements rl.Trainer: it checks the datums and returns

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tandemrl/tandem/sync/serial"
 	"github.com/tandemrl/tandem/wire"
 )
 
@@ -17,8 +18,8 @@ import (
 var ErrClosed = errors.New("tinker: client closed")
 
 // Client is a session with a Tinker-compatible server. It owns a heartbeat
-// goroutine and the goroutines that carry trainer calls; Close ends them.
-// A Client is safe for concurrent use.
+// goroutine and the queues that carry its trainers' calls; Close ends
+// them. A Client is safe for concurrent use.
 type Client struct {
 	opts      Options
 	sessionID string
@@ -26,6 +27,10 @@ type Client struct {
 	ctx    context.Context // ends on Close
 	cancel context.CancelCauseFunc
 	wg     sync.WaitGroup
+
+	qmu     sync.Mutex
+	queues  []*serial.Queue // of the trainers made by this client
+	qclosed bool
 
 	modelSeq    atomic.Int64 // next model_seq_id
 	samplingSeq atomic.Int64 // next sampling_session_seq_id
@@ -80,12 +85,32 @@ func (c *Client) SessionID() string { return c.sessionID }
 // Retries returns how many requests were retried so far.
 func (c *Client) Retries() int64 { return c.retries.Load() }
 
-// Close stops the heartbeat and cancels calls still running (they fail
-// with ErrClosed), then waits for the client's goroutines.
+// Close stops the heartbeat and cancels the calls still running or queued
+// (they fail with ErrClosed), then waits for the client's goroutines.
 func (c *Client) Close() error {
 	c.cancel(ErrClosed)
+	c.qmu.Lock()
+	queues := c.queues
+	c.qclosed = true
+	c.qmu.Unlock()
+	for _, q := range queues {
+		q.Close()
+	}
 	c.wg.Wait()
 	return nil
+}
+
+// newQueue returns a queue that Close closes and waits for (closed
+// already if Close has run).
+func (c *Client) newQueue() *serial.Queue {
+	q := &serial.Queue{}
+	c.qmu.Lock()
+	defer c.qmu.Unlock()
+	if c.qclosed {
+		q.Close()
+	}
+	c.queues = append(c.queues, q)
+	return q
 }
 
 func (c *Client) goOwned(f func()) {

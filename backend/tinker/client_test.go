@@ -6,6 +6,9 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -52,7 +55,9 @@ func newEnv(t *testing.T, wrap func(http.Handler) http.Handler, mod func(*tinker
 	hs := httptest.NewServer(h)
 	opts := tinker.Options{
 		BaseURL: hs.URL, APIKey: apiKey, HTTPClient: hs.Client(),
-		RetryInitial: 5 * time.Millisecond, RetryMax: 20 * time.Millisecond, RetryMaxElapsed: 5 * time.Second,
+		// The faults tests inject are finite, so retries never need to give
+		// up: no elapsed-time budget that a slow machine could exhaust.
+		RetryInitial: 5 * time.Millisecond, RetryMax: 20 * time.Millisecond, RetryMaxElapsed: time.Hour,
 		PollInterval: time.Millisecond,
 	}
 	if mod != nil {
@@ -63,9 +68,7 @@ func newEnv(t *testing.T, wrap func(http.Handler) http.Handler, mod func(*tinker
 	t.Cleanup(func() {
 		require.NoError(t, c.Close())
 		hs.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		require.NoError(t, srv.Close(ctx))
+		require.NoError(t, srv.Close(context.Background()))
 	})
 	return &env{srv: srv, be: be, hs: hs, c: c}
 }
@@ -215,13 +218,69 @@ func TestFailedFutureIsRequestFailedError(t *testing.T) {
 	require.NoError(t, err)
 }
 
+// TestHeartbeat: the client beats every period, and its status counts the
+// beats answered. The server sees beat n+1 only after the client has
+// recorded beat n (one beat at a time), so when the fourth arrives the
+// status must show at least three.
+// TestSendsDoNotWaitForResults: a call is sent as soon as the one before
+// it has been sent, not when its result is in. The server here answers no
+// poll until it has received the optim_step submitted behind a
+// forward_backward; were sends chained to results, neither would resolve.
+func TestSendsDoNotWaitForResults(t *testing.T) {
+	t.Parallel()
+	stepSent := make(chan struct{})
+	var (
+		once  sync.Once
+		armed atomic.Bool // set once the model exists
+	)
+	wrap := func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			switch {
+			case strings.HasSuffix(r.URL.Path, "/optim_step"):
+				next.ServeHTTP(w, r)
+				once.Do(func() { close(stepSent) })
+				return
+			case armed.Load() && strings.HasSuffix(r.URL.Path, "/retrieve_future"):
+				select {
+				case <-stepSent:
+				case <-r.Context().Done():
+					return
+				}
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+	e := newEnv(t, wrap, nil)
+	ctx := context.Background()
+	tr, err := e.c.NewTrainer(ctx, base, wire.LoraConfig{})
+	require.NoError(t, err)
+	armed.Store(true)
+	fb := tr.ForwardBackward(ctx, []rl.Datum{datum(1, 2)}, ce)
+	op := tr.OptimStep(ctx, rl.AdamParams{LearningRate: 1})
+	_, err = fb.Wait(ctx)
+	require.NoError(t, err)
+	st, err := op.Wait(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, policy.Version(1), st.Version)
+}
+
 func TestHeartbeat(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, nil, func(o *tinker.Options) { o.Heartbeat = 10 * time.Millisecond })
-	require.Eventually(t, func() bool {
-		n, _, err := e.c.HeartbeatStatus()
-		return n >= 3 && err == nil
-	}, 5*time.Second, 5*time.Millisecond)
+	fourth := make(chan struct{})
+	var beats atomic.Int32
+	wrap := func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if strings.HasSuffix(r.URL.Path, "/session_heartbeat") && beats.Add(1) == 4 {
+				close(fourth)
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+	e := newEnv(t, wrap, func(o *tinker.Options) { o.Heartbeat = time.Millisecond })
+	<-fourth
+	n, _, err := e.c.HeartbeatStatus()
+	require.NoError(t, err)
+	assert.GreaterOrEqual(t, n, 3)
 }
 
 func TestCapabilities(t *testing.T) {

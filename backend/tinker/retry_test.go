@@ -215,4 +215,6 @@ func TestCloseCancelsCalls(t *testing.T) {
 	require.ErrorIs(t, err, tinker.ErrClosed)
 	_, err = later.Wait(ctx)
 	require.ErrorIs(t, err, tinker.ErrClosed)
+	_, err = tr.OptimStep(ctx, rl.AdamParams{}).Wait(ctx)
+	require.ErrorIs(t, err, tinker.ErrClosed, "a call after Close")
 }

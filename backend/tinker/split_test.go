@@ -33,9 +33,7 @@ func TestSplitTrainerAndSampler(t *testing.T) {
 		t.Cleanup(func() {
 			require.NoError(t, c.Close())
 			hs.Close()
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			require.NoError(t, srv.Close(ctx))
+			require.NoError(t, srv.Close(context.Background()))
 		})
 		return c
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/tandemrl/tandem/policy"
 	"github.com/tandemrl/tandem/rl"
+	"github.com/tandemrl/tandem/sync/serial"
 	"github.com/tandemrl/tandem/wire"
 )
 
@@ -22,7 +23,11 @@ const (
 
 // Trainer drives one model of a Tinker-compatible server; it implements
 // rl.Trainer. Calls are numbered with seq_id 1, 2, 3, … in submission
-// order, sent one after another in that order, and resolved in that order.
+// order, sent one after another in that order, and resolved in that order:
+// two serial.Queues carry them, one sending (a call is sent as soon as the
+// one before it has been sent, without waiting for its result) and one
+// polling the results and resolving the futures. Their goroutines belong
+// to the Client, whose Close waits for them.
 //
 // The ctx given to a call only matters before the call is queued: once a
 // method has returned, the call is sent and completed under the Client's
@@ -33,19 +38,17 @@ type Trainer struct {
 	model string
 	base  string
 
-	mu       sync.Mutex
-	nextSeq  int64
-	sendTail chan struct{} // closed when the previous call has been sent
-	doneTail chan struct{} // closed when the previous call has been resolved
-	version  policy.Version
+	send, done *serial.Queue // owned by c
+
+	mu      sync.Mutex // orders submissions on both queues; guards the fields below
+	nextSeq int64
+	version policy.Version
 }
 
 var _ rl.Trainer = (*Trainer)(nil)
 
 func newTrainer(c *Client, model, base string) *Trainer {
-	closed := make(chan struct{})
-	close(closed)
-	return &Trainer{c: c, model: model, base: base, nextSeq: 1, sendTail: closed, doneTail: closed}
+	return &Trainer{c: c, model: model, base: base, send: c.newQueue(), done: c.newQueue(), nextSeq: 1}
 }
 
 // ModelID returns the server's id of the model.
@@ -58,85 +61,60 @@ func (t *Trainer) Version() policy.Version {
 	return t.version
 }
 
-// slot is a call's place in the order: its seq_ids and the channels that
-// chain it to the calls before and after it.
-type slot struct {
-	seqs               []int64
-	prevSent, sent     chan struct{}
-	prevDone, resolved chan struct{}
-}
-
-func (t *Trainer) reserve(n int) slot {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	s := slot{prevSent: t.sendTail, sent: make(chan struct{}), prevDone: t.doneTail, resolved: make(chan struct{})}
-	for range n {
-		s.seqs = append(s.seqs, t.nextSeq)
-		t.nextSeq++
-	}
-	t.sendTail, t.doneTail = s.sent, s.resolved
-	return s
-}
-
-// waitFor blocks until ch is closed or the client closes.
-func (t *Trainer) waitFor(ch chan struct{}) error {
-	select {
-	case <-ch:
-		return nil
-	case <-t.c.ctx.Done():
-		return context.Cause(t.c.ctx)
-	}
-}
-
-// run carries one call: send each part in order, poll them, then resolve in
-// order. bodies builds part i's request for its seq_id; finish turns the raw
-// results into the value (it runs under t.mu, in call order, and may update
-// the version).
+// run carries one call of parts requests: it takes the next seq_ids, queues
+// the sending of each part (bodies builds part i's request for its seq_id)
+// and then the polling of their results, which finish turns into the
+// value (it runs under t.mu, in call order, and may update the version).
 func run[T any](t *Trainer, ctx context.Context, endpoint string, parts int,
 	bodies func(i int, seq int64) any, finish func(raws [][]byte) (T, error)) *rl.Future[T] {
 	if err := ctx.Err(); err != nil {
 		return rl.Failed[T](context.Cause(ctx))
 	}
-	s := t.reserve(parts)
-	fut := rl.NewFuture[T]()
-	t.c.goOwned(func() {
-		ids, err := t.sendAll(endpoint, s, bodies)
-		close(s.sent)
-		raws := make([][]byte, len(ids))
-		for i := 0; err == nil && i < len(ids); i++ {
-			raws[i], err = t.c.poll(t.c.ctx, ids[i])
+	if err := t.c.ctx.Err(); err != nil {
+		return rl.Failed[T](fmt.Errorf("tinker: %s (model %s): %w", endpoint, t.model, context.Cause(t.c.ctx)))
+	}
+	life := t.c.ctx
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	seqs := make([]int64, parts)
+	for i := range seqs {
+		seqs[i] = t.nextSeq
+		t.nextSeq++
+	}
+	wrap := func(err error) error {
+		return fmt.Errorf("tinker: %s (model %s, seq_id %v): %w", endpoint, t.model, seqs, err)
+	}
+	sent := serial.Submit(t.send, life, func(ctx context.Context) ([]string, error) {
+		ids := make([]string, len(seqs))
+		for i, seq := range seqs {
+			id, err := t.c.submit(ctx, endpoint, bodies(i, seq), nil)
+			if err != nil {
+				return nil, err
+			}
+			ids[i] = id
 		}
-		if werr := t.waitFor(s.prevDone); err == nil {
-			err = werr
-		}
-		var val T
-		t.mu.Lock()
-		if err == nil {
-			val, err = finish(raws)
-		}
-		t.mu.Unlock()
-		if err != nil {
-			err = fmt.Errorf("tinker: %s (model %s, seq_id %v): %w", endpoint, t.model, s.seqs, err)
-		}
-		fut.Resolve(val, err)
-		close(s.resolved)
+		return ids, nil
 	})
-	return fut
-}
-
-func (t *Trainer) sendAll(endpoint string, s slot, bodies func(int, int64) any) ([]string, error) {
-	if err := t.waitFor(s.prevSent); err != nil {
-		return nil, err
-	}
-	ids := make([]string, len(s.seqs))
-	for i, seq := range s.seqs {
-		id, err := t.c.submit(t.c.ctx, endpoint, bodies(i, seq), nil)
+	return serial.Submit(t.done, life, func(ctx context.Context) (T, error) {
+		var zero T
+		ids, err := sent.Wait(ctx)
 		if err != nil {
-			return nil, err
+			return zero, wrap(err)
 		}
-		ids[i] = id
-	}
-	return ids, nil
+		raws := make([][]byte, len(ids))
+		for i, id := range ids {
+			if raws[i], err = t.c.poll(ctx, id); err != nil {
+				return zero, wrap(err)
+			}
+		}
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		val, err := finish(raws)
+		if err != nil {
+			return zero, wrap(err)
+		}
+		return val, nil
+	})
 }
 
 // chunks splits data as the SDK does.
@@ -309,18 +287,15 @@ func (t *Trainer) LoadState(ctx context.Context, ref policy.Ref, withOptimizer b
 // Unload fail on the server.
 func (t *Trainer) Unload(ctx context.Context) error {
 	t.mu.Lock()
-	tail := t.doneTail
+	f := serial.Submit(t.done, ctx, func(ctx context.Context) (struct{}, error) {
+		id, err := t.c.submit(ctx, "unload_model", wire.ModelRequest{ModelID: t.model}, nil)
+		if err == nil {
+			_, err = t.c.poll(ctx, id)
+		}
+		return struct{}{}, err
+	})
 	t.mu.Unlock()
-	select {
-	case <-tail:
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	}
-	id, err := t.c.submit(ctx, "unload_model", wire.ModelRequest{ModelID: t.model}, nil)
-	if err == nil {
-		_, err = t.c.poll(ctx, id)
-	}
-	if err != nil {
+	if _, err := f.Wait(ctx); err != nil {
 		return fmt.Errorf("tinker: unload model %s: %w", t.model, err)
 	}
 	return nil

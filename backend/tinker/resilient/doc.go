@@ -7,6 +7,8 @@
 // session and reloads the adapter it served. Recoverable says which errors
 // mean "the server lost my state" as opposed to "the call was wrong".
 //
-// The e2e package's fault test drives both against `tandem serve`
-// processes that it kills and restarts.
+// The package's tests drive both against an in-process server over
+// servertest's fake backend that they restart at chosen points; the e2e
+// package's fault test drives them against `tandem serve` processes that
+// it kills and restarts.
 package resilient

@@ -54,10 +54,12 @@ func (s *Sampler) Close() error {
 	return s.client.Close()
 }
 
-func (s *Sampler) current() (*tinker.Sampler, int) {
+// current returns the sampler of the current session, the session's
+// generation and its id.
+func (s *Sampler) current() (*tinker.Sampler, int, string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.s, s.gen
+	return s.s, s.gen, s.client.SessionID()
 }
 
 func (s *Sampler) generation() int {
@@ -69,7 +71,7 @@ func (s *Sampler) generation() int {
 // Sample implements rl.Sampler.
 func (s *Sampler) Sample(ctx context.Context, prompt rl.ModelInput, n int, p rl.SamplingParams) (rl.SampleOutput, error) {
 	for {
-		smp, gen := s.current()
+		smp, gen, session := s.current()
 		out, err := smp.Sample(ctx, prompt, n, p)
 		if err == nil || ctx.Err() != nil {
 			return out, err
@@ -77,7 +79,7 @@ func (s *Sampler) Sample(ctx context.Context, prompt rl.ModelInput, n int, p rl.
 		if s.generation() != gen {
 			continue // failed because its session was replaced: retry on the new one
 		}
-		if !s.lost(ctx, err) {
+		if !s.lost(ctx, session, err) {
 			return out, err
 		}
 		if rerr := s.reopen(ctx, gen, err); rerr != nil {
@@ -89,7 +91,7 @@ func (s *Sampler) Sample(ctx context.Context, prompt rl.ModelInput, n int, p rl.
 // Load implements rl.Sampler.
 func (s *Sampler) Load(ctx context.Context, ref policy.Ref) error {
 	for {
-		smp, gen := s.current()
+		smp, gen, session := s.current()
 		err := smp.Load(ctx, ref)
 		s.mu.Lock()
 		replaced := s.gen != gen
@@ -104,7 +106,7 @@ func (s *Sampler) Load(ctx context.Context, ref policy.Ref) error {
 			continue // the session was replaced meanwhile: load on the new one
 		case err == nil:
 			return nil
-		case !s.lost(ctx, err):
+		case !s.lost(ctx, session, err):
 			return err
 		}
 		if rerr := s.reopen(ctx, gen, err); rerr != nil {
@@ -113,20 +115,19 @@ func (s *Sampler) Load(ctx context.Context, ref policy.Ref) error {
 	}
 }
 
-// lost reports whether err means the session is gone: a connection error,
-// an expired future, or a 404 while the server no longer knows the session
-// (a 404 for a live session is about the call, e.g. an unknown checkpoint).
-func (s *Sampler) lost(ctx context.Context, err error) bool {
+// lost reports whether err, met by a call on session, means that session
+// is gone: a connection error, an expired future, or a 404 while the
+// server no longer knows the session (a 404 for a live session is about
+// the call, e.g. an unknown checkpoint). It probes the call's own session,
+// not the current one: another call may have replaced it meanwhile.
+func (s *Sampler) lost(ctx context.Context, session string, err error) bool {
 	if !Recoverable(err) {
 		return false
 	}
 	if !isNotFound(err) {
 		return true
 	}
-	s.mu.Lock()
-	id := s.client.SessionID()
-	s.mu.Unlock()
-	return !known(ctx, s.opts.Client, "session_heartbeat", map[string]string{"session_id": id, "type": "session_heartbeat"})
+	return !known(ctx, s.opts.Client, "session_heartbeat", map[string]string{"session_id": session, "type": "session_heartbeat"})
 }
 
 // reopen replaces session gen (unless another call already did) with a new
@@ -146,7 +147,7 @@ func (s *Sampler) reopen(ctx context.Context, gen int, cause error) error {
 	old, ref := s.client, s.ref
 	s.mu.Unlock()
 	s.recoveries.Add(1)
-	s.opts.Logger.Info("e2e: sampler lost its session; recovering", "err", cause)
+	s.opts.Logger.Info("resilient: sampler lost its session; recovering", "err", cause)
 	old.Close()
 	deadline := time.Now().Add(s.opts.RecoverFor)
 	for {
@@ -162,7 +163,7 @@ func (s *Sampler) reopen(ctx context.Context, gen int, cause error) error {
 			return err
 		}
 		select {
-		case <-time.After(200 * time.Millisecond):
+		case <-time.After(retryPause):
 		case <-ctx.Done():
 			return context.Cause(ctx)
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/tandemrl/tandem/backend/tinker"
 	"github.com/tandemrl/tandem/policy"
 	"github.com/tandemrl/tandem/rl"
+	"github.com/tandemrl/tandem/sync/serial"
 	"github.com/tandemrl/tandem/wire"
 )
 
@@ -68,69 +69,79 @@ func (o Options) withDefaults() Options {
 }
 
 // Trainer is an rl.Trainer over a Tinker-compatible server that survives
-// the server being restarted. Calls run one at a time, in submission order,
-// on a goroutine the Trainer owns. Every Options.SaveEvery applied optimizer
-// steps it saves the training state (save_weights, "auto-<version>"); when a call
-// fails because the server lost the model (no answer, or a 404 while
-// get_info no longer knows the model), it opens a new session, creates
-// a new model, loads the last saved state with its optimizer, replays the
+// the server being restarted. Calls return at once and run one at a time,
+// in submission order, on the goroutine of a serial.Queue the Trainer
+// owns. Every Options.SaveEvery applied optimizer steps it saves the
+// training state (save_weights, "auto-<version>"); when a call fails
+// because the server lost the model (no answer, or a 404 while get_info no
+// longer knows the model), it opens a new session, creates a new model,
+// loads the last saved state with its optimizer, replays the
 // forward_backward and optim_step calls made since that save, and retries
 // the call. The replay is exact: the same data on the same weights and
 // optimizer state gives the same update. Safe for concurrent use.
+//
+// A call whose ctx ends before its turn is skipped (and not journaled);
+// once it has started, it runs to the end whatever happens to its ctx, so
+// that the journal always knows whether the server applied it.
 type Trainer struct {
 	opts  Options
-	jobs  chan job
-	stop  chan struct{}
-	done  chan struct{}
+	q     serial.Queue
 	close sync.Once
 
 	recoveries atomic.Int64
 	saves      atomic.Int64
 
-	// Owned by the run goroutine.
+	// Touched only by queued calls (one at a time), and by Close once the
+	// queue has drained.
 	client  *tinker.Client
-	tr      *tinker.Trainer
-	last    *policy.Ref // last state saved or loaded
-	journal []job       // state-changing calls since last
-	steps   int         // optimizer steps in journal
+	tr      *tinker.Trainer // nil after a failed recovery
+	last    *policy.Ref     // last state saved or loaded
+	journal []replay        // state-changing calls since last
+	steps   int             // optimizer steps in journal
 }
 
 var _ rl.Trainer = (*Trainer)(nil)
 
-// job is one call: do runs it on a tinker trainer and waits for it.
-type job struct {
-	kind    string
-	do      func(ctx context.Context, tr *tinker.Trainer) (any, error)
-	resolve func(v any, err error)
-}
+// replay is a journaled call: it does the call again on a new model.
+type replay func(ctx context.Context, tr *tinker.Trainer) error
+
+// retryPause is the wait between two attempts of one recovery.
+const retryPause = 200 * time.Millisecond
 
 // NewTrainer opens a session, creates the model and starts the Trainer.
 func NewTrainer(ctx context.Context, opts Options) (*Trainer, error) {
-	t := &Trainer{opts: opts.withDefaults(), jobs: make(chan job), stop: make(chan struct{}), done: make(chan struct{})}
+	t := &Trainer{opts: opts.withDefaults()}
 	if err := t.dial(ctx); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("resilient: new trainer: %w", err)
 	}
-	go t.run()
 	return t, nil
 }
 
 // Recoveries returns how many times the Trainer recreated its model.
 func (t *Trainer) Recoveries() int { return int(t.recoveries.Load()) }
 
-// ModelID returns the server's id of the current model.
+// ModelID returns the server's id of the current model, after the calls
+// submitted before it; "" once the Trainer is closed or while it has no
+// model (its last recovery failed).
 func (t *Trainer) ModelID() string {
-	r := rl.NewFuture[string]()
-	t.submit(context.Background(), job{kind: "model_id", do: func(_ context.Context, tr *tinker.Trainer) (any, error) { return tr.ModelID(), nil },
-		resolve: func(v any, err error) { s, _ := v.(string); r.Resolve(s, err) }})
-	id, _ := r.Wait(context.Background())
+	id, _ := serial.Submit(&t.q, context.Background(), func(context.Context) (string, error) {
+		if t.tr == nil {
+			return "", nil
+		}
+		return t.tr.ModelID(), nil
+	}).Wait(context.Background())
 	return id
 }
 
-// Close stops the Trainer after the calls already submitted and closes
-// its session.
+// Close lets the calls already submitted finish, then closes the session;
+// later calls fail with serial.ErrClosed.
 func (t *Trainer) Close() error {
-	t.close.Do(func() { close(t.stop) })
-	<-t.done
+	t.q.Close()
+	t.close.Do(func() {
+		if t.client != nil {
+			t.client.Close()
+		}
+	})
 	return nil
 }
 
@@ -148,73 +159,36 @@ func (t *Trainer) dial(ctx context.Context) error {
 	return nil
 }
 
-func (t *Trainer) run() {
-	defer close(t.done)
-	defer func() {
-		if t.client != nil {
-			t.client.Close()
+// call queues a call: do runs it on the current model, with recovery;
+// after, if set, keeps the journal and the last saved state up to date
+// once it has succeeded.
+func call[T any](t *Trainer, ctx context.Context, kind string,
+	do func(ctx context.Context, tr *tinker.Trainer) *rl.Future[T], after func(ctx context.Context, v T, again replay)) *rl.Future[T] {
+	return serial.Submit(&t.q, ctx, func(ctx context.Context) (T, error) {
+		ctx = context.WithoutCancel(ctx)
+		run := func(ctx context.Context, tr *tinker.Trainer) (T, error) { return do(ctx, tr).Wait(ctx) }
+		v, err := withRecovery(t, ctx, kind, run)
+		if err == nil && after != nil {
+			after(ctx, v, func(ctx context.Context, tr *tinker.Trainer) error {
+				_, err := run(ctx, tr)
+				return err
+			})
 		}
-	}()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+		return v, err
+	})
+}
+
+// withRecovery runs do on the current model, recovering the model as often
+// as needed.
+func withRecovery[T any](t *Trainer, ctx context.Context, kind string, do func(ctx context.Context, tr *tinker.Trainer) (T, error)) (T, error) {
+	var zero T
+	if t.tr == nil {
+		if err := t.recover(ctx); err != nil {
+			return zero, fmt.Errorf("resilient: %s: no model since a failed recovery, and recovering failed again: %w", kind, err)
+		}
+	}
 	for {
-		select {
-		case j := <-t.jobs:
-			t.handle(ctx, j)
-		case <-t.stop:
-			return
-		}
-	}
-}
-
-// submit hands j to the run goroutine, or fails it when the Trainer is
-// closed or ctx ends first.
-func (t *Trainer) submit(ctx context.Context, j job) {
-	select {
-	case t.jobs <- j:
-	case <-t.stop:
-		j.resolve(nil, errors.New("e2e: trainer closed"))
-	case <-ctx.Done():
-		j.resolve(nil, context.Cause(ctx))
-	}
-}
-
-// handle runs j, recovering the model as often as needed, then keeps the
-// journal and the last saved state up to date.
-func (t *Trainer) handle(ctx context.Context, j job) {
-	v, err := t.withRecovery(ctx, j)
-	j.resolve(v, err)
-	if err != nil {
-		return
-	}
-	switch j.kind {
-	case "forward_backward":
-		t.journal = append(t.journal, j)
-	case "optim_step":
-		t.journal = append(t.journal, j)
-		if t.steps++; t.steps < t.opts.SaveEvery {
-			return
-		}
-		name := fmt.Sprintf("auto-%d", v.(rl.OptimStepOutput).Version)
-		save := job{kind: "save_state", do: func(ctx context.Context, tr *tinker.Trainer) (any, error) { return tr.SaveState(ctx, name).Wait(ctx) }}
-		if ref, err := t.withRecovery(ctx, save); err == nil {
-			t.saved(ref.(policy.Ref))
-		} else {
-			t.opts.Logger.Warn("e2e: auto save failed", "name", name, "err", err)
-		}
-	case "save_state", "load_state":
-		t.saved(v.(policy.Ref))
-	}
-}
-
-func (t *Trainer) saved(ref policy.Ref) {
-	t.last, t.journal, t.steps = &ref, nil, 0
-	t.saves.Add(1)
-}
-
-func (t *Trainer) withRecovery(ctx context.Context, j job) (any, error) {
-	for {
-		v, err := j.do(ctx, t.tr)
+		v, err := do(ctx, t.tr)
 		if !Recoverable(err) {
 			return v, err
 		}
@@ -223,39 +197,71 @@ func (t *Trainer) withRecovery(ctx context.Context, j job) (any, error) {
 		if isNotFound(err) && known(ctx, t.opts.Client, "get_info", map[string]string{"model_id": t.tr.ModelID(), "type": "get_info"}) {
 			return v, err
 		}
-		t.opts.Logger.Info("e2e: trainer lost its model; recovering", "call", j.kind, "err", err)
+		t.opts.Logger.Info("resilient: trainer lost its model; recovering", "call", kind, "err", err)
 		if rerr := t.recover(ctx); rerr != nil {
-			return nil, fmt.Errorf("%w (recovery failed: %v)", err, rerr)
+			return zero, fmt.Errorf("%w (recovery failed: %v)", err, rerr)
 		}
 	}
+}
+
+// journaled records a forward_backward to replay after a recovery.
+func (t *Trainer) journaled(_ context.Context, _ rl.ForwardBackwardOutput, again replay) {
+	t.journal = append(t.journal, again)
+}
+
+// stepped journals an optimizer step and saves the state every SaveEvery
+// steps. A failed auto-save is logged, not returned: the step did apply.
+func (t *Trainer) stepped(ctx context.Context, out rl.OptimStepOutput, again replay) {
+	t.journal = append(t.journal, again)
+	if t.steps++; t.steps < t.opts.SaveEvery {
+		return
+	}
+	name := fmt.Sprintf("auto-%d", out.Version)
+	ref, err := withRecovery(t, ctx, "save_state", func(ctx context.Context, tr *tinker.Trainer) (policy.Ref, error) {
+		return tr.SaveState(ctx, name).Wait(ctx)
+	})
+	if err != nil {
+		t.opts.Logger.Warn("resilient: auto save failed", "name", name, "err", err)
+		return
+	}
+	t.saved(ref)
+}
+
+func (t *Trainer) saved(ref policy.Ref) {
+	t.last, t.journal, t.steps = &ref, nil, 0
+	t.saves.Add(1)
 }
 
 // recover replaces the client and model, restores the last saved state and
 // replays the journal, retrying until RecoverFor has passed.
 func (t *Trainer) recover(ctx context.Context) error {
 	t.recoveries.Add(1)
-	t.client.Close()
-	t.client, t.tr = nil, nil
+	t.drop()
 	deadline := time.Now().Add(t.opts.RecoverFor)
-	for attempt := 0; ; attempt++ {
+	for attempt := 1; ; attempt++ {
 		err := t.restore(ctx)
 		if err == nil {
-			t.opts.Logger.Info("e2e: trainer recovered", "model", t.tr.ModelID(), "from", refURI(t.last), "replayed", len(t.journal), "attempts", attempt+1)
+			t.opts.Logger.Info("resilient: trainer recovered", "model", t.tr.ModelID(), "from", refURI(t.last), "replayed", len(t.journal), "attempts", attempt)
 			return nil
 		}
-		if t.client != nil {
-			t.client.Close()
-			t.client, t.tr = nil, nil
-		}
+		t.drop()
 		if !Recoverable(err) || time.Now().After(deadline) {
-			return err
+			return fmt.Errorf("restore (attempt %d): %w", attempt, err)
 		}
 		select {
-		case <-time.After(200 * time.Millisecond):
+		case <-time.After(retryPause):
 		case <-ctx.Done():
 			return context.Cause(ctx)
 		}
 	}
+}
+
+// drop closes the current session, if any.
+func (t *Trainer) drop() {
+	if t.client != nil {
+		t.client.Close()
+	}
+	t.client, t.tr = nil, nil
 }
 
 func (t *Trainer) restore(ctx context.Context) error {
@@ -264,12 +270,12 @@ func (t *Trainer) restore(ctx context.Context) error {
 	}
 	if t.last != nil {
 		if _, err := t.tr.LoadState(ctx, *t.last, true).Wait(ctx); err != nil {
-			return err
+			return fmt.Errorf("load %s: %w", t.last.URI, err)
 		}
 	}
-	for _, j := range t.journal {
-		if _, err := j.do(ctx, t.tr); err != nil {
-			return err
+	for i, again := range t.journal {
+		if err := again(ctx, t.tr); err != nil {
+			return fmt.Errorf("replay call %d of %d: %w", i+1, len(t.journal), err)
 		}
 	}
 	return nil
@@ -282,65 +288,46 @@ func refURI(r *policy.Ref) string {
 	return r.URI
 }
 
-// call queues a typed call.
-func call[T any](t *Trainer, ctx context.Context, kind string, do func(ctx context.Context, tr *tinker.Trainer) *rl.Future[T]) *rl.Future[T] {
-	f := rl.NewFuture[T]()
-	t.submit(ctx, job{
-		kind: kind,
-		do:   func(ctx context.Context, tr *tinker.Trainer) (any, error) { return do(ctx, tr).Wait(ctx) },
-		resolve: func(v any, err error) {
-			x, _ := v.(T)
-			f.Resolve(x, err)
-		},
-	})
-	return f
-}
-
 // ForwardBackward implements rl.Trainer.
 func (t *Trainer) ForwardBackward(ctx context.Context, data []rl.Datum, loss rl.Loss) *rl.Future[rl.ForwardBackwardOutput] {
 	return call(t, ctx, "forward_backward", func(ctx context.Context, tr *tinker.Trainer) *rl.Future[rl.ForwardBackwardOutput] {
 		return tr.ForwardBackward(ctx, data, loss)
-	})
+	}, t.journaled)
 }
 
 // Forward implements rl.Trainer.
 func (t *Trainer) Forward(ctx context.Context, data []rl.Datum, loss rl.Loss) *rl.Future[rl.ForwardBackwardOutput] {
 	return call(t, ctx, "forward", func(ctx context.Context, tr *tinker.Trainer) *rl.Future[rl.ForwardBackwardOutput] {
 		return tr.Forward(ctx, data, loss)
-	})
+	}, nil)
 }
 
-// OptimStep implements rl.Trainer.
+// OptimStep implements rl.Trainer. When the step is due an auto-save, its
+// Future resolves after the save (which no later call could overtake).
 func (t *Trainer) OptimStep(ctx context.Context, p rl.AdamParams) *rl.Future[rl.OptimStepOutput] {
 	return call(t, ctx, "optim_step", func(ctx context.Context, tr *tinker.Trainer) *rl.Future[rl.OptimStepOutput] {
 		return tr.OptimStep(ctx, p)
-	})
+	}, t.stepped)
 }
 
 // SaveForSampler implements rl.Trainer.
 func (t *Trainer) SaveForSampler(ctx context.Context, name string) *rl.Future[policy.Ref] {
 	return call(t, ctx, "save_weights_for_sampler", func(ctx context.Context, tr *tinker.Trainer) *rl.Future[policy.Ref] {
 		return tr.SaveForSampler(ctx, name)
-	})
+	}, nil)
 }
 
-// SaveState implements rl.Trainer.
+// SaveState implements rl.Trainer; after it, recoveries restore the saved
+// state.
 func (t *Trainer) SaveState(ctx context.Context, name string) *rl.Future[policy.Ref] {
 	return call(t, ctx, "save_state", func(ctx context.Context, tr *tinker.Trainer) *rl.Future[policy.Ref] {
 		return tr.SaveState(ctx, name)
-	})
+	}, func(_ context.Context, ref policy.Ref, _ replay) { t.saved(ref) })
 }
 
 // LoadState implements rl.Trainer; after it, recoveries restore ref.
 func (t *Trainer) LoadState(ctx context.Context, ref policy.Ref, withOptimizer bool) *rl.Future[struct{}] {
-	f := rl.NewFuture[struct{}]()
-	t.submit(ctx, job{
-		kind: "load_state",
-		do: func(ctx context.Context, tr *tinker.Trainer) (any, error) {
-			_, err := tr.LoadState(ctx, ref, withOptimizer).Wait(ctx)
-			return ref, err
-		},
-		resolve: func(_ any, err error) { f.Resolve(struct{}{}, err) },
-	})
-	return f
+	return call(t, ctx, "load_state", func(ctx context.Context, tr *tinker.Trainer) *rl.Future[struct{}] {
+		return tr.LoadState(ctx, ref, withOptimizer)
+	}, func(context.Context, struct{}, replay) { t.saved(ref) })
 }
