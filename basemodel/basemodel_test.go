@@ -59,7 +59,7 @@ func TestShippedModelSkillAndGap(t *testing.T) {
 		for i, p := range held[:100] {
 			ids, _ := tok.Encode(p.Prompt())
 			seqs, _, err := s.Sample(context.Background(), append([]int{engine.BOS}, ids...), 1,
-				engine.SampleParams{MaxTokens: 24, Temperature: temp, Seed: int64(i), StopTokens: []int{engine.Newline}})
+				engine.SamplingParams{MaxTokens: 24, Temperature: temp, Seed: int64(i), StopTokens: []int{engine.Newline}})
 			require.NoError(t, err)
 			if ok, _ := arithmetic.Grade(p, tok.Decode(seqs[0].Tokens)); ok {
 				correct++

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -14,8 +13,8 @@ import (
 	"github.com/tandemrl/tandem/backend/tinker"
 	"github.com/tandemrl/tandem/backend/tinker/resilient"
 	"github.com/tandemrl/tandem/basemodel"
-	"github.com/tandemrl/tandem/engine"
 	"github.com/tandemrl/tandem/rl"
+	"github.com/tandemrl/tandem/tasks/arithmetic"
 )
 
 // TestResumeMatchesUninterrupted trains the same six supervised steps
@@ -29,14 +28,11 @@ func TestResumeMatchesUninterrupted(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the tandem command and runs server processes")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	var tok engine.Tokenizer
+	ctx := t.Context() // no deadline but go test's -timeout
 	var data []rl.Datum
 	for _, s := range []string{"What is 12 + 35? 47", "What is 3 + 4? 7", "What is 50 + 49? 99"} {
-		ids, err := tok.Encode(s)
+		seq, err := arithmetic.EncodePrompt(s)
 		require.NoError(t, err)
-		seq := append([]int{engine.BOS}, ids...)
 		data = append(data, rl.Datum{ModelInput: rl.Tokens(seq[:len(seq)-1]), LossFnInputs: map[string]rl.TensorData{rl.InputTargetTokens: rl.IntTensor(seq[1:])}})
 	}
 	const n = 6
@@ -44,7 +40,7 @@ func TestResumeMatchesUninterrupted(t *testing.T) {
 		p := startServe(t, "trainer", t.TempDir(), apiKey)
 		opts := resilient.Options{
 			Client: tinker.Options{BaseURL: p.url(), APIKey: apiKey, RetryInitial: 20 * time.Millisecond, RetryMax: 200 * time.Millisecond, RetryMaxElapsed: time.Second},
-			Base:   basemodel.Name, Lora: lora, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+			Base:   basemodel.Name, Lora: lora, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), RecoverFor: recoverForever,
 		}
 		tr, err := resilient.NewTrainer(ctx, opts)
 		require.NoError(t, err)

@@ -13,7 +13,6 @@ import (
 
 	"github.com/tandemrl/tandem/checkpoint"
 	"github.com/tandemrl/tandem/engine"
-	"github.com/tandemrl/tandem/reward"
 	"github.com/tandemrl/tandem/rl"
 	"github.com/tandemrl/tandem/rl/loop"
 	"github.com/tandemrl/tandem/rollout"
@@ -43,25 +42,12 @@ func rlConfig(run string) rl.Config {
 }
 
 // problems returns the first problemCount training problems of the
-// arithmetic task, rewarded 1 for the right final integer plus 0.1 for a
-// terse answer (as examples/arithmetic does).
+// arithmetic task, with the task's reward (1 for the right final integer
+// plus 0.1 for a terse answer, as tandem train and examples/arithmetic).
 func problems(t *testing.T) []rollout.Problem {
 	t.Helper()
-	terse, err := reward.Format(`^ -?\d+\n?$`)
-	require.NoError(t, err)
-	score := reward.Sum(reward.Term{Weight: 1, Func: reward.FinalInteger()}, reward.Term{Weight: 0.1, Func: terse})
-	var tok engine.Tokenizer
 	train, _ := arithmetic.Split()
-	out := make([]rollout.Problem, problemCount)
-	for i, p := range train[:problemCount] {
-		ids, err := tok.Encode(p.Prompt())
-		require.NoError(t, err)
-		out[i] = &rollout.SingleTurn{
-			ID: p.String(), Prompt: rl.Tokens(append([]int{engine.BOS}, ids...)),
-			Reference: strconv.Itoa(p.Answer()), Reward: score,
-		}
-	}
-	return out
+	return arithmetic.Problems(train[:problemCount], arithmetic.Reward(arithmetic.FormatWeight))
 }
 
 // curve collects the loop's step metrics.
@@ -110,10 +96,9 @@ func formatCurve(xs []float64) string {
 func runLoop(ctx context.Context, t *testing.T, run string, tr rl.Trainer, smp rl.Sampler, after func(loop.StepMetrics)) *curve {
 	t.Helper()
 	c := &curve{after: after}
-	var tok engine.Tokenizer
 	lp, err := loop.New(rlConfig(run), loop.Deps{
 		Trainer: tr, Samplers: []rl.Sampler{smp},
-		Dataset: rollout.NewSliceDataset(problems(t), 0, -1), Decode: tok.Decode,
+		Dataset: rollout.NewSliceDataset(problems(t), 0, -1), Decode: arithmetic.Decode,
 		Observer: c.observe,
 	})
 	require.NoError(t, err)

@@ -1,58 +1,16 @@
 package engine
 
 import (
-	"fmt"
 	"math"
+
+	"github.com/tandemrl/tandem/optim"
 )
 
-// AdamParams are the settings of one AdamW step, with Tinker's semantics. A
-// zero field means its default: LearningRate 1e-4, Beta1 0.9, Beta2 0.95,
-// Eps 1e-12, WeightDecay 0, GradClipNorm 0 (no clipping).
-type AdamParams struct {
-	LearningRate float64 `json:"learning_rate"`
-	Beta1        float64 `json:"beta1"`
-	Beta2        float64 `json:"beta2"`
-	Eps          float64 `json:"eps"`
-	WeightDecay  float64 `json:"weight_decay"`
-	GradClipNorm float64 `json:"grad_clip_norm"`
-}
-
-// WithDefaults returns p with zero fields replaced by their defaults.
-func (p AdamParams) WithDefaults() AdamParams {
-	if p.LearningRate == 0 {
-		p.LearningRate = 1e-4
-	}
-	if p.Beta1 == 0 {
-		p.Beta1 = 0.9
-	}
-	if p.Beta2 == 0 {
-		p.Beta2 = 0.95
-	}
-	if p.Eps == 0 {
-		p.Eps = 1e-12
-	}
-	return p
-}
-
-// Validate checks every field's range (after defaults).
-func (p AdamParams) Validate() error {
-	p = p.WithDefaults()
-	switch {
-	case !(p.LearningRate > 0) || math.IsInf(p.LearningRate, 0):
-		return fmt.Errorf("%w: adam learning_rate %v must be a positive finite number", ErrConfig, p.LearningRate)
-	case !(p.Beta1 >= 0 && p.Beta1 < 1):
-		return fmt.Errorf("%w: adam beta1 %v must be in [0, 1)", ErrConfig, p.Beta1)
-	case !(p.Beta2 >= 0 && p.Beta2 < 1):
-		return fmt.Errorf("%w: adam beta2 %v must be in [0, 1)", ErrConfig, p.Beta2)
-	case !(p.Eps > 0) || math.IsInf(p.Eps, 0):
-		return fmt.Errorf("%w: adam eps %v must be a positive finite number", ErrConfig, p.Eps)
-	case !(p.WeightDecay >= 0) || math.IsInf(p.WeightDecay, 0):
-		return fmt.Errorf("%w: adam weight_decay %v must be a non-negative finite number", ErrConfig, p.WeightDecay)
-	case !(p.GradClipNorm >= 0) || math.IsInf(p.GradClipNorm, 0):
-		return fmt.Errorf("%w: adam grad_clip_norm %v must be a non-negative finite number (0 disables clipping)", ErrConfig, p.GradClipNorm)
-	}
-	return nil
-}
+// AdamParams are the settings of one AdamW step, with Tinker's semantics
+// and defaults. The type is optim.AdamParams, the one definition that
+// package rl aliases too (its rl.AdamParams), so the engine and the training
+// contracts cannot disagree on a default or a range.
+type AdamParams = optim.AdamParams
 
 // param is one trainable tensor with its gradient and Adam moments.
 type param[T Float] struct {

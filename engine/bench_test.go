@@ -138,7 +138,7 @@ func BenchmarkSample(b *testing.B) {
 			}
 			prompt, _ := Tokenizer{}.Encode("What is 12 + 35?")
 			prompt = append([]int{BOS}, prompt...)
-			p := SampleParams{MaxTokens: 10, Temperature: 1, Seed: 1}
+			p := SamplingParams{MaxTokens: 10, Temperature: 1, Seed: 1}
 			n := 0
 			for b.Loop() {
 				seqs, _, err := s.Sample(context.Background(), prompt, 8, p)

@@ -56,7 +56,7 @@
 //
 //	s, _ := engine.NewSampler(base, engine.SamplerOptions{Threads: 1})
 //	_ = s.LoadAdapter(dir)           // or s.SetAdapter(tr.Adapter()) in memory
-//	seqs, promptLP, _ := s.Sample(ctx, prompt, n, engine.SampleParams{MaxTokens: 16, Temperature: 1, Seed: 1})
+//	seqs, promptLP, _ := s.Sample(ctx, prompt, n, engine.SamplingParams{MaxTokens: 16, Temperature: 1, Seed: 1})
 //
 // Losses follow Tinker: per token, summed with no normalization, targets
 // already shifted; see [LossName]. Example carries the per-token inputs

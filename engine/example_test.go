@@ -55,7 +55,7 @@ func Example() {
 		panic(err)
 	}
 	prompt := seq[:len("What is 2 + 2?")+1]
-	seqs, _, err := s.Sample(ctx, prompt, 4, engine.SampleParams{
+	seqs, _, err := s.Sample(ctx, prompt, 4, engine.SamplingParams{
 		MaxTokens: 8, Temperature: 1, Seed: 7, StopTokens: []int{engine.Newline},
 	})
 	if err != nil {

@@ -23,7 +23,10 @@ const (
 	DRO                LossName = "dro"                 // −(p·A − ½·β·(p − q)²); β defaults to 0.05
 )
 
-// Loss configuration keys (Tinker's loss_fn_config).
+// Loss configuration keys (Tinker's loss_fn_config). Package rl holds the
+// protocol's definition (rl.ClipLowThreshold, rl.ClipHighThreshold,
+// rl.DROBeta); the engine, below rl, spells them again, and backend/local's
+// tests check that both agree.
 const (
 	ClipLow  = "clip_low_threshold"
 	ClipHigh = "clip_high_threshold"

@@ -7,14 +7,16 @@ import (
 	"slices"
 )
 
-// SampleParams control generation. Temperature 0 is greedy decoding; TopK ≤ 0
+// SamplingParams control generation: the engine's form of rl.SamplingParams,
+// with a plain seed and a Validate that knows the vocabulary (backend/local
+// converts one to the other). Temperature 0 is greedy decoding; TopK ≤ 0
 // means no top-k cut; TopP 0 or 1 means no nucleus cut. Seed fixes the
 // random stream: the same seed, prompt, weights and params give the same
 // tokens and log-probs (sample i of n draws from its own stream, seeded by
 // (Seed, i)). Generation stops after MaxTokens tokens, at the end of the
 // context, or after a stop token or stop string is produced (it is included
 // in the output). EOS is not a stop token unless listed.
-type SampleParams struct {
+type SamplingParams struct {
 	MaxTokens      int
 	Temperature    float64
 	TopK           int
@@ -26,7 +28,7 @@ type SampleParams struct {
 }
 
 // Validate checks every field's range against a model of shape cfg.
-func (p SampleParams) Validate(cfg Config) error {
+func (p SamplingParams) Validate(cfg Config) error {
 	bad := func(format string, a ...any) error {
 		return fmt.Errorf("%w: sampling: %s", ErrInput, fmt.Sprintf(format, a...))
 	}
@@ -73,7 +75,7 @@ type Sequence struct {
 // chooser draws tokens from logit rows; it owns scratch buffers and is used
 // by one goroutine.
 type chooser struct {
-	p     SampleParams
+	p     SamplingParams
 	z     []float64
 	order []int
 }

@@ -144,7 +144,7 @@ func (s *Sampler[T]) ComputeLogprobs(ctx context.Context, seq []int) ([]float64,
 // p.PromptLogprobs is set, the prompt's log-probs (the first holds 0).
 // Cost: one forward pass over the prompt, then one batched step per
 // generated position; memory: 2·Layers·Dim values per cached position.
-func (s *Sampler[T]) Sample(ctx context.Context, prompt []int, n int, p SampleParams) ([]Sequence, []float64, error) {
+func (s *Sampler[T]) Sample(ctx context.Context, prompt []int, n int, p SamplingParams) ([]Sequence, []float64, error) {
 	cfg := s.base.Config
 	if err := ctx.Err(); err != nil {
 		return nil, nil, fmt.Errorf("engine: sample: %w", context.Cause(ctx))
@@ -181,7 +181,7 @@ type decoder[T Float] struct {
 	scores                                 []T
 }
 
-func (d *decoder[T]) run(ctx context.Context, prompt []int, n int, p SampleParams) ([]Sequence, []float64, error) {
+func (d *decoder[T]) run(ctx context.Context, prompt []int, n int, p SamplingParams) ([]Sequence, []float64, error) {
 	cfg := d.cfg
 	d.tp = len(prompt)
 	d.maxNew = min(p.MaxTokens, cfg.Context-d.tp)

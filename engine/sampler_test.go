@@ -40,7 +40,7 @@ func TestSampleSeedDeterminism(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, s.SetAdapter(ad))
 	prompt := []int{BOS, 10, 20, 30}
-	p := SampleParams{MaxTokens: 12, Temperature: 1, Seed: 42}
+	p := SamplingParams{MaxTokens: 12, Temperature: 1, Seed: 42}
 	a, _, err := s.Sample(context.Background(), prompt, 4, p)
 	require.NoError(t, err)
 	b, _, err := s.Sample(context.Background(), prompt, 4, p)
@@ -72,7 +72,7 @@ func checkCacheAgainstFull[T Float](t *testing.T, tol float64) {
 	require.NoError(t, err)
 	require.NoError(t, s.SetAdapter(ad))
 	prompt := []int{BOS, 40, 41, 42, 43, 44}
-	seqs, plp, err := s.Sample(context.Background(), prompt, 3, SampleParams{MaxTokens: 20, Temperature: 1, Seed: 9, PromptLogprobs: true})
+	seqs, plp, err := s.Sample(context.Background(), prompt, 3, SamplingParams{MaxTokens: 20, Temperature: 1, Seed: 9, PromptLogprobs: true})
 	require.NoError(t, err)
 	worst := 0.0
 	for _, sq := range seqs {
@@ -116,7 +116,7 @@ func TestSampleTruncatedLogprobs(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, s.SetAdapter(ad))
 	prompt := []int{BOS, 50, 51}
-	cases := []SampleParams{
+	cases := []SamplingParams{
 		{MaxTokens: 8, Temperature: 0.7, TopK: 5, Seed: 1},
 		{MaxTokens: 8, Temperature: 1.3, TopP: 0.6, Seed: 2},
 		{MaxTokens: 8, Temperature: 1, TopK: 10, TopP: 0.8, Seed: 3},
@@ -139,7 +139,7 @@ func TestSampleTruncatedLogprobs(t *testing.T) {
 
 // naiveTruncatedLogprob computes log π(tok | ctx) under temperature, top-k
 // then top-p, with a plain sort over all probabilities.
-func naiveTruncatedLogprob(t *testing.T, s *Sampler[float64], ctx []int, tok int, p SampleParams) float64 {
+func naiveTruncatedLogprob(t *testing.T, s *Sampler[float64], ctx []int, tok int, p SamplingParams) float64 {
 	t.Helper()
 	var a acts[float64]
 	nt := &net[float64]{m: s.cur.Load().m, rope: s.rope}
@@ -211,26 +211,26 @@ func TestSampleGreedyAndStops(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, s.SetAdapter(ad))
 	prompt := []int{BOS, 60}
-	g, _, err := s.Sample(context.Background(), prompt, 3, SampleParams{MaxTokens: 10, Seed: 1})
+	g, _, err := s.Sample(context.Background(), prompt, 3, SamplingParams{MaxTokens: 10, Seed: 1})
 	require.NoError(t, err)
 	assert.Equal(t, g[0], g[1], "greedy ignores the seed")
 	// Stop at the 3rd greedy token, as a token and as a string.
 	stop := g[0].Tokens[2]
-	st, _, err := s.Sample(context.Background(), prompt, 1, SampleParams{MaxTokens: 10, StopTokens: []int{stop}})
+	st, _, err := s.Sample(context.Background(), prompt, 1, SamplingParams{MaxTokens: 10, StopTokens: []int{stop}})
 	require.NoError(t, err)
 	first := indexOf(g[0].Tokens, stop, func(x int) int { return x })
 	assert.Equal(t, g[0].Tokens[:first+1], st[0].Tokens)
 	assert.Equal(t, StopStop, st[0].StopReason)
 	text := Tokenizer{}.Decode(g[0].Tokens[first : first+1])
 	if text != "" && text != "\uFFFD" {
-		ss, _, err := s.Sample(context.Background(), prompt, 1, SampleParams{MaxTokens: 10, StopStrings: []string{text}})
+		ss, _, err := s.Sample(context.Background(), prompt, 1, SamplingParams{MaxTokens: 10, StopStrings: []string{text}})
 		require.NoError(t, err)
 		assert.Equal(t, StopStop, ss[0].StopReason)
 		assert.Equal(t, g[0].Tokens[:first+1], ss[0].Tokens)
 	}
 	// The context bounds generation.
 	long := make([]int, smallConfig().Context-3)
-	ls, _, err := s.Sample(context.Background(), long, 2, SampleParams{MaxTokens: 10, Temperature: 1})
+	ls, _, err := s.Sample(context.Background(), long, 2, SamplingParams{MaxTokens: 10, Temperature: 1})
 	require.NoError(t, err)
 	assert.Len(t, ls[0].Tokens, 3)
 	assert.Equal(t, StopLength, ls[0].StopReason)
@@ -242,7 +242,7 @@ func TestSamplerServesACopy(t *testing.T) {
 	s, err := NewSampler(base, SamplerOptions{})
 	require.NoError(t, err)
 	require.NoError(t, s.SetAdapter(ad))
-	p := SampleParams{MaxTokens: 6, Temperature: 1, Seed: 5}
+	p := SamplingParams{MaxTokens: 6, Temperature: 1, Seed: 5}
 	before, _, err := s.Sample(context.Background(), []int{BOS}, 2, p)
 	require.NoError(t, err)
 	randomizeAdapter(ad, 99, 1) // the caller's adapter changes …
@@ -259,12 +259,12 @@ func TestSampleRejects(t *testing.T) {
 	base, _ := trainedAdapter[float32](t, smallConfig())
 	s, err := NewSampler(base, SamplerOptions{})
 	require.NoError(t, err)
-	ok := SampleParams{MaxTokens: 4, Temperature: 1}
+	ok := SamplingParams{MaxTokens: 4, Temperature: 1}
 	cases := []struct {
 		name   string
 		prompt []int
 		n      int
-		p      SampleParams
+		p      SamplingParams
 		want   string
 	}{
 		{"empty prompt", nil, 1, ok, "prompt is empty"},
@@ -272,11 +272,11 @@ func TestSampleRejects(t *testing.T) {
 		{"negative token", []int{-1}, 1, ok, "outside the vocabulary"},
 		{"prompt fills context", make([]int, smallConfig().Context), 1, ok, "exceeds the model's context"},
 		{"zero samples", []int{1}, 0, ok, "num_samples"},
-		{"zero max tokens", []int{1}, 1, SampleParams{}, "max_tokens"},
-		{"nan temperature", []int{1}, 1, SampleParams{MaxTokens: 1, Temperature: math.NaN()}, "temperature"},
-		{"top_p above 1", []int{1}, 1, SampleParams{MaxTokens: 1, TopP: 1.5}, "top_p"},
-		{"bad stop token", []int{1}, 1, SampleParams{MaxTokens: 1, StopTokens: []int{1000}}, "stop token"},
-		{"empty stop string", []int{1}, 1, SampleParams{MaxTokens: 1, StopStrings: []string{""}}, "stop string"},
+		{"zero max tokens", []int{1}, 1, SamplingParams{}, "max_tokens"},
+		{"nan temperature", []int{1}, 1, SamplingParams{MaxTokens: 1, Temperature: math.NaN()}, "temperature"},
+		{"top_p above 1", []int{1}, 1, SamplingParams{MaxTokens: 1, TopP: 1.5}, "top_p"},
+		{"bad stop token", []int{1}, 1, SamplingParams{MaxTokens: 1, StopTokens: []int{1000}}, "stop token"},
+		{"empty stop string", []int{1}, 1, SamplingParams{MaxTokens: 1, StopStrings: []string{""}}, "stop string"},
 	}
 	for _, tc := range cases {
 		_, _, err := s.Sample(context.Background(), tc.prompt, tc.n, tc.p)
@@ -295,7 +295,7 @@ func TestSamplerConcurrentUse(t *testing.T) {
 	base, ad := trainedAdapter[float32](t, smallConfig())
 	s, err := NewSampler(base, SamplerOptions{Threads: 1, MaxConcurrent: 3})
 	require.NoError(t, err)
-	p := SampleParams{MaxTokens: 5, Temperature: 1, Seed: 3}
+	p := SamplingParams{MaxTokens: 5, Temperature: 1, Seed: 3}
 	want, _, err := s.Sample(context.Background(), []int{BOS, 5}, 2, p)
 	require.NoError(t, err)
 	done := make(chan error, 4)

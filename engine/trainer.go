@@ -250,7 +250,7 @@ func (t *Trainer[T]) plan(inputs [][]int, maxTok int) []run {
 // and applies weight decay, as in PyTorch.
 func (t *Trainer[T]) OptimStep(p AdamParams) (map[string]float64, error) {
 	if err := p.Validate(); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	t.step++
 	norm := adamStep(t.ps, p, t.step)

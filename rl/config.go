@@ -3,7 +3,6 @@ package rl
 import (
 	"errors"
 	"fmt"
-	"math"
 	"time"
 )
 
@@ -24,20 +23,26 @@ const (
 	Requeue StalePolicy = "requeue"
 )
 
-// Correction selects an off-policy correction for stale data. The
-// algorithms issue implements them; the loop only carries the choice.
-type Correction string
-
+// Defaults of Config's zero fields that other packages apply too (a
+// rollout.Workers or rollout.Runner used on its own, a weights.Syncer): one
+// definition, used by all of them.
 const (
-	NoCorrection Correction = "none"      // plain importance sampling
-	TIS          Correction = "tis"       // truncated importance sampling
-	Decoupled    Correction = "decoupled" // AReaL's decoupled PPO (proximal policy)
+	DefaultFailureLimit  = 100
+	DefaultMaxTurns      = 64
+	DefaultWatchdog      = 30 * time.Second
+	DefaultShutdownGrace = 10 * time.Second
 )
 
 // Config is the pipeline's configuration. It is a plain, serializable
 // struct: zero fields mean the documented defaults (see WithDefaults), except
 // GroupsPerBatch and GroupSize, which must be set. DefaultConfig returns a
 // complete example.
+//
+// What the algorithm does with a batch (objective, loss, off-policy
+// correction, KL penalty) is not configured here but by the Algorithm
+// (rl/algo's Config). Decoding JSON into a Config rejects unknown keys, and
+// keys that used to live here fail with a MovedKeyError naming their new
+// place (see UnmarshalJSON).
 type Config struct {
 	// GroupsPerBatch is the number of trajectory groups per learner step
 	// (required, ≥ 1).
@@ -63,20 +68,16 @@ type Config struct {
 	// dataset is exhausted or the context ends.
 	Steps int `json:"steps,omitempty"`
 	// Substeps splits each batch into this many mini-batches, each with its
-	// own optimizer step (default 1; must divide GroupsPerBatch). Staleness
-	// is measured at the batch's first optimizer step.
+	// own optimizer step (default 1; must divide GroupsPerBatch): the loop
+	// calls Algorithm.Batch once per substep, and the buffer counts Substeps
+	// versions per learner step. Staleness is measured at the batch's first
+	// optimizer step.
 	Substeps int `json:"substeps,omitempty"`
-	// Loss is the per-token loss; default importance_sampling.
-	Loss Loss `json:"loss"`
 	// Adam holds the optimizer settings (zero fields mean Tinker's defaults).
 	Adam AdamParams `json:"adam"`
 	// Sampling holds the sampling settings; a zero MaxTokens means 256 and
 	// an all-zero value means {MaxTokens: 256, Temperature: 1}.
 	Sampling SamplingParams `json:"sampling"`
-	// Correction is none (default), tis or decoupled.
-	Correction Correction `json:"correction,omitempty"`
-	// KLCoef weighs a KL penalty against the base model (0 = off).
-	KLCoef float64 `json:"kl_coef,omitempty"`
 	// Seed seeds every random choice the loop makes.
 	Seed int64 `json:"seed,omitempty"`
 	// SaveEvery saves the full training state every this many steps
@@ -119,9 +120,6 @@ func (c Config) WithDefaults() Config {
 	if c.Substeps == 0 {
 		c.Substeps = 1
 	}
-	if c.Loss.Name == "" {
-		c.Loss.Name = ImportanceSampling
-	}
 	if c.Sampling.MaxTokens == 0 {
 		if c.Sampling.Temperature == 0 && c.Sampling.TopK == 0 && c.Sampling.TopP == 0 &&
 			c.Sampling.Seed == nil && c.Sampling.StopStrings == nil && c.Sampling.StopTokens == nil {
@@ -129,23 +127,20 @@ func (c Config) WithDefaults() Config {
 		}
 		c.Sampling.MaxTokens = 256
 	}
-	if c.Correction == "" {
-		c.Correction = NoCorrection
-	}
 	if c.Run == "" {
 		c.Run = "run"
 	}
 	if c.FailureLimit == 0 {
-		c.FailureLimit = 100
+		c.FailureLimit = DefaultFailureLimit
 	}
 	if c.MaxTurns == 0 {
-		c.MaxTurns = 64
+		c.MaxTurns = DefaultMaxTurns
 	}
 	if c.Watchdog == 0 {
-		c.Watchdog = 30 * time.Second
+		c.Watchdog = DefaultWatchdog
 	}
 	if c.ShutdownGrace == 0 {
-		c.ShutdownGrace = 10 * time.Second
+		c.ShutdownGrace = DefaultShutdownGrace
 	}
 	return c
 }
@@ -181,30 +176,18 @@ func (c Config) Validate() error {
 	case c.SaveEvery < 0:
 		return bad("SaveEvery", "is %d; must be ≥ 0 (0 = never)", c.SaveEvery)
 	case c.FailureLimit < 0:
-		return bad("FailureLimit", "is %d; must be ≥ 1, or 0 for the default 100", c.FailureLimit)
+		return bad("FailureLimit", "is %d; must be ≥ 1, or 0 for the default %d", c.FailureLimit, DefaultFailureLimit)
 	case c.MaxTurns < 0:
-		return bad("MaxTurns", "is %d; must be ≥ 1, or 0 for the default 64", c.MaxTurns)
+		return bad("MaxTurns", "is %d; must be ≥ 1, or 0 for the default %d", c.MaxTurns, DefaultMaxTurns)
 	case c.Watchdog < 0:
-		return bad("Watchdog", "is %v; must be positive, or 0 for the default 30s", c.Watchdog)
+		return bad("Watchdog", "is %v; must be positive, or 0 for the default %v", c.Watchdog, DefaultWatchdog)
 	case c.ShutdownGrace < 0:
-		return bad("ShutdownGrace", "is %v; must be positive, or 0 for the default 10s", c.ShutdownGrace)
-	case !(c.KLCoef >= 0) || math.IsInf(c.KLCoef, 0):
-		return bad("KLCoef", "is %v; must be a finite number ≥ 0", c.KLCoef)
+		return bad("ShutdownGrace", "is %v; must be positive, or 0 for the default %v", c.ShutdownGrace, DefaultShutdownGrace)
 	}
 	switch c.StalePolicy {
 	case Pace, Drop, Requeue:
 	default:
 		return bad("StalePolicy", "is %q; allowed: pace, drop, requeue", c.StalePolicy)
-	}
-	switch c.Correction {
-	case NoCorrection, TIS, Decoupled:
-	default:
-		return bad("Correction", "is %q; allowed: none, tis, decoupled", c.Correction)
-	}
-	switch c.Loss.Name {
-	case CrossEntropy, ImportanceSampling, PPO, CISPO, DRO:
-	default:
-		return bad("Loss.Name", "is %q; allowed: cross_entropy, importance_sampling, ppo, cispo, dro", c.Loss.Name)
 	}
 	if err := c.Adam.Validate(); err != nil {
 		return fmt.Errorf("%w: Adam: %w", ErrConfig, err)

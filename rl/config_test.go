@@ -16,9 +16,7 @@ func TestConfigDefaults(t *testing.T) {
 	assert.Equal(t, 12, c.Workers, "GroupsPerBatch × (k+1)")
 	assert.Equal(t, 12, c.BufferLimit)
 	assert.Equal(t, 1, c.Substeps)
-	assert.Equal(t, ImportanceSampling, c.Loss.Name)
 	assert.Equal(t, SamplingParams{MaxTokens: 256, Temperature: 1}, c.Sampling)
-	assert.Equal(t, NoCorrection, c.Correction)
 	assert.Equal(t, 30*time.Second, c.Watchdog)
 	require.NoError(t, c.Validate())
 	require.NoError(t, DefaultConfig().Validate())
@@ -43,9 +41,6 @@ func TestConfigValidateNamesFieldAndAllowed(t *testing.T) {
 		{"buffer negative", func(c *Config) { c.BufferLimit = -1 }, []string{"BufferLimit is -1"}},
 		{"workers", func(c *Config) { c.Workers = -1 }, []string{"Workers is -1"}},
 		{"substeps", func(c *Config) { c.Substeps = 3 }, []string{"Substeps is 3", "divide GroupsPerBatch 4"}},
-		{"loss", func(c *Config) { c.Loss.Name = "mse" }, []string{`Loss.Name is "mse"`, "cross_entropy, importance_sampling, ppo, cispo, dro"}},
-		{"correction", func(c *Config) { c.Correction = "is" }, []string{`Correction is "is"`, "none, tis, decoupled"}},
-		{"kl", func(c *Config) { c.KLCoef = -1 }, []string{"KLCoef is -1"}},
 		{"steps", func(c *Config) { c.Steps = -1 }, []string{"Steps is -1"}},
 		{"sampling", func(c *Config) { c.Sampling = SamplingParams{MaxTokens: 5, Temperature: -1} }, []string{"Sampling", "temperature"}},
 	}
@@ -66,7 +61,7 @@ func TestConfigValidateNamesFieldAndAllowed(t *testing.T) {
 func TestConfigJSONRoundTrip(t *testing.T) {
 	t.Parallel()
 	c := DefaultConfig()
-	c.MaxStaleness, c.StalePolicy, c.KLCoef = 2, Requeue, 0.1
+	c.MaxStaleness, c.StalePolicy, c.Substeps = 2, Requeue, 4
 	b, err := json.Marshal(c)
 	require.NoError(t, err)
 	var back Config
@@ -89,6 +84,7 @@ func FuzzConfigJSON(f *testing.F) {
 	f.Add([]byte(`{"groups_per_batch":-1}`))
 	f.Add([]byte(`{"groups_per_batch":4,"group_size":2,"buffer_limit":2,"substeps":3}`))
 	f.Add([]byte(`{"groups_per_batch":1,"group_size":1,"sampling":{"max_tokens":1,"temperature":1e308}}`))
+	f.Add([]byte(`{"groups_per_batch":1,"group_size":1,"kl_coef":0.1}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var c Config
 		if json.Unmarshal(b, &c) != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/tandemrl/tandem/optim"
 	"github.com/tandemrl/tandem/policy"
 )
 
@@ -159,8 +160,18 @@ const (
 	DRO                LossName = "dro"                 // Tinker's DRO, with "beta"
 )
 
+// Keys of Loss.Config (Tinker's loss_fn_config). These are the one
+// definition of the protocol's key names; the engine, which does not import
+// rl, spells them again as engine.ClipLow, engine.ClipHigh and engine.Beta,
+// and backend/local's tests check that the two agree.
+const (
+	ClipLowThreshold  = "clip_low_threshold"  // ppo, cispo: the ratio's lower clip bound
+	ClipHighThreshold = "clip_high_threshold" // ppo, cispo: the ratio's upper clip bound
+	DROBeta           = "beta"                // dro: the quadratic penalty's weight
+)
+
 // Loss selects a loss and its configuration (Tinker's loss_fn_config), e.g.
-// {"clip_low_threshold": 0.8, "clip_high_threshold": 1.2} for PPO.
+// {ClipLowThreshold: 0.8, ClipHighThreshold: 1.2} for PPO.
 type Loss struct {
 	Name   LossName           `json:"loss_fn"`
 	Config map[string]float64 `json:"loss_fn_config,omitempty"`
@@ -174,54 +185,11 @@ type ForwardBackwardOutput struct {
 	Metrics       map[string]float64      `json:"metrics"`
 }
 
-// AdamParams are the optimizer settings of one step (Tinker's AdamParams).
-// The zero value of a field means its default: LearningRate 1e-4, Beta1 0.9,
-// Beta2 0.95, Eps 1e-12, WeightDecay 0, GradClipNorm 0 (no clipping).
-type AdamParams struct {
-	LearningRate float64 `json:"learning_rate"`
-	Beta1        float64 `json:"beta1"`
-	Beta2        float64 `json:"beta2"`
-	Eps          float64 `json:"eps"`
-	WeightDecay  float64 `json:"weight_decay"`
-	GradClipNorm float64 `json:"grad_clip_norm"`
-}
-
-// WithDefaults returns p with zero fields replaced by their defaults.
-func (p AdamParams) WithDefaults() AdamParams {
-	if p.LearningRate == 0 {
-		p.LearningRate = 1e-4
-	}
-	if p.Beta1 == 0 {
-		p.Beta1 = 0.9
-	}
-	if p.Beta2 == 0 {
-		p.Beta2 = 0.95
-	}
-	if p.Eps == 0 {
-		p.Eps = 1e-12
-	}
-	return p
-}
-
-// Validate checks the ranges of every field (after defaults).
-func (p AdamParams) Validate() error {
-	p = p.WithDefaults()
-	switch {
-	case !(p.LearningRate > 0) || math.IsInf(p.LearningRate, 0):
-		return fmt.Errorf("adam: learning_rate %v must be a positive finite number", p.LearningRate)
-	case !(p.Beta1 >= 0 && p.Beta1 < 1):
-		return fmt.Errorf("adam: beta1 %v must be in [0, 1)", p.Beta1)
-	case !(p.Beta2 >= 0 && p.Beta2 < 1):
-		return fmt.Errorf("adam: beta2 %v must be in [0, 1)", p.Beta2)
-	case !(p.Eps > 0) || math.IsInf(p.Eps, 0):
-		return fmt.Errorf("adam: eps %v must be a positive finite number", p.Eps)
-	case !(p.WeightDecay >= 0) || math.IsInf(p.WeightDecay, 0):
-		return fmt.Errorf("adam: weight_decay %v must be a non-negative finite number", p.WeightDecay)
-	case !(p.GradClipNorm >= 0) || math.IsInf(p.GradClipNorm, 0):
-		return fmt.Errorf("adam: grad_clip_norm %v must be a non-negative finite number (0 disables clipping)", p.GradClipNorm)
-	}
-	return nil
-}
+// AdamParams are the optimizer settings of one step (Tinker's AdamParams):
+// optim.AdamParams, the one definition the engine aliases too. A zero field
+// means its default: LearningRate 1e-4, Beta1 0.9, Beta2 0.95, Eps 1e-12,
+// WeightDecay 0, GradClipNorm 0 (no clipping).
+type AdamParams = optim.AdamParams
 
 // OptimStepOutput reports an optimizer step. Version is the policy version
 // the trainer holds after the step.

@@ -123,6 +123,97 @@ func TestMultiTurn(t *testing.T) {
 	require.ErrorIs(t, err, ErrTooManyTurns)
 }
 
+// staggered gives env i a counter of i+1 turns, so that each trajectory
+// shows which env produced it.
+type staggered struct{ multi }
+
+func (m *staggered) Envs(_ context.Context, n int) ([]Env, error) {
+	envs := make([]Env, n)
+	for i := range envs {
+		envs[i] = &counter{turns: i + 1, closed: &m.closed, mu: &m.mu}
+	}
+	return envs, nil
+}
+
+func TestMultiTurnKeepsEnvOrder(t *testing.T) {
+	t.Parallel()
+	m := &staggered{}
+	g, err := runner(sim.NewSampler(sim.SamplerConfig{}), 5).Rollout(context.Background(), m)
+	require.NoError(t, err)
+	require.Len(t, g.Trajectories, 5)
+	for i, tr := range g.Trajectories {
+		assert.Len(t, tr.Transitions, i+1, "trajectory %d comes from env %d", i, i)
+	}
+	assert.Equal(t, 5, m.closed, "every env closed")
+}
+
+// untilDeadline returns a channel closed at nine tenths of the time left
+// before the test binary's deadline (-timeout), or never without one. A test
+// waiting for an event that a bug would prevent waits on it too, and fails
+// instead of hanging.
+func untilDeadline(t *testing.T) <-chan struct{} {
+	ch := make(chan struct{})
+	if d, ok := t.Deadline(); ok {
+		timer := time.AfterFunc(time.Until(d)*9/10, func() { close(ch) })
+		t.Cleanup(func() { timer.Stop() })
+	}
+	return ch
+}
+
+// failFast is a multi-turn problem whose env 0 fails its first step, while
+// every other env waits in Observe until its context ends.
+type failFast struct {
+	boom      error
+	giveUp    <-chan struct{}
+	cancelled atomic.Int32
+	closed    atomic.Int32
+}
+
+func (f *failFast) Key() string { return "fail-fast" }
+
+func (f *failFast) Envs(_ context.Context, n int) ([]Env, error) {
+	envs := make([]Env, n)
+	for i := range envs {
+		envs[i] = &failFastEnv{f: f, first: i == 0}
+	}
+	return envs, nil
+}
+
+type failFastEnv struct {
+	f     *failFast
+	first bool
+}
+
+func (e *failFastEnv) Observe(ctx context.Context) (rl.ModelInput, StopCondition, error) {
+	if e.first {
+		return rl.Tokens([]int{1}), StopCondition{}, nil
+	}
+	select {
+	case <-ctx.Done():
+		e.f.cancelled.Add(1)
+		return rl.ModelInput{}, StopCondition{}, ctx.Err()
+	case <-e.f.giveUp:
+		return rl.ModelInput{}, StopCondition{}, errors.New("never cancelled")
+	}
+}
+
+func (e *failFastEnv) Step(context.Context, []int) (StepResult, error) { return StepResult{}, e.f.boom }
+
+func (e *failFastEnv) Close() error { e.f.closed.Add(1); return nil }
+
+// TestMultiTurnFailureCancelsGroup checks that one failed episode cancels
+// the others and that the group's error is that failure, not the
+// cancellations it caused.
+func TestMultiTurnFailureCancelsGroup(t *testing.T) {
+	t.Parallel()
+	f := &failFast{boom: errors.New("env lost its connection"), giveUp: untilDeadline(t)}
+	_, err := runner(sim.NewSampler(sim.SamplerConfig{}), 4).Rollout(context.Background(), f)
+	require.ErrorIs(t, err, f.boom)
+	assert.NotErrorIs(t, err, context.Canceled)
+	assert.Equal(t, int32(3), f.cancelled.Load(), "the other three episodes were cancelled")
+	assert.Equal(t, int32(4), f.closed.Load(), "every env closed")
+}
+
 // versionSampler reports a version that drops by one on each call, to
 // check that the oldest version wins.
 type versionSampler struct {

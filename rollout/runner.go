@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
+	"github.com/sourcegraph/conc/pool"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -40,7 +41,7 @@ type Runner struct {
 	Params rl.SamplingParams
 	// GroupSize is the number of trajectories per group (≥ 1).
 	GroupSize int
-	// MaxTurns bounds a multi-turn episode (0 = 64).
+	// MaxTurns bounds a multi-turn episode (0 = rl.DefaultMaxTurns).
 	MaxTurns int
 	// Decode turns tokens into text for reward functions (nil = no text).
 	Decode func([]int) string
@@ -294,27 +295,27 @@ func (r *Runner) multiTurn(ctx context.Context, s rl.Sampler, p Problem) (rl.Gro
 		return rl.Group{}, fmt.Errorf("problem.Envs returned %d environments, asked for %d", len(envs), n)
 	}
 	trajs := make([]rl.Trajectory, n)
-	errs := make([]error, n)
 	if n == 1 {
-		trajs[0], errs[0] = r.episode(ctx, s, envs[0])
-	} else {
-		ectx, cancel := context.WithCancel(ctx)
-		var wg sync.WaitGroup
-		for i := range envs {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				trajs[i], errs[i] = r.episode(ectx, s, envs[i])
-				if errs[i] != nil {
-					cancel() // one failed episode fails the group
-				}
-			}()
+		if trajs[0], err = r.episode(ctx, s, envs[0]); err != nil {
+			return rl.Group{}, err
 		}
-		wg.Wait()
-		cancel()
-	}
-	if err := errors.Join(errs...); err != nil {
-		return rl.Group{}, firstReal(errs)
+	} else {
+		// One goroutine per episode, all waited for; the first failure
+		// cancels the others' context (one failed episode fails the group).
+		// Each result goes to its episode's index, so the group keeps env
+		// order and firstReal can prefer the failure over the cancellations
+		// it caused.
+		errs := make([]error, n)
+		episodes := pool.New().WithMaxGoroutines(n).WithContext(ctx).WithCancelOnError()
+		for i, env := range envs {
+			episodes.Go(func(ectx context.Context) error {
+				trajs[i], errs[i] = r.episode(ectx, s, env)
+				return errs[i]
+			})
+		}
+		if episodes.Wait() != nil {
+			return rl.Group{}, firstReal(errs)
+		}
 	}
 	g := rl.Group{Trajectories: trajs}
 	first := true
@@ -350,7 +351,7 @@ func (r *Runner) episode(ctx context.Context, s rl.Sampler, env Env) (rl.Traject
 	defer closeEnv(env)
 	maxTurns := r.MaxTurns
 	if maxTurns <= 0 {
-		maxTurns = 64
+		maxTurns = rl.DefaultMaxTurns
 	}
 	var traj rl.Trajectory
 	for turn := range maxTurns {

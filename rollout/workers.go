@@ -48,7 +48,7 @@ type Workers struct {
 	Dataset Dataset
 	Sink    Sink
 	// FailureLimit stops the pool with ErrTooManyFailures after this many
-	// consecutive failed rollouts (0 = 100).
+	// consecutive failed rollouts (0 = rl.DefaultFailureLimit).
 	FailureLimit int
 	// OnFailure, if set, sees every failed rollout's error (from the
 	// worker's goroutine; it must not block).
@@ -90,7 +90,7 @@ func (w *Workers) work(ctx context.Context) error {
 	defer cancel()
 	limit := int64(w.FailureLimit)
 	if limit <= 0 {
-		limit = 100
+		limit = rl.DefaultFailureLimit
 	}
 	pa, _ := w.Sink.(PutAdmitter)
 	admitted, admitErr := w.Sink.Admit(ctx)

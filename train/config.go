@@ -13,6 +13,7 @@ import (
 	"github.com/tandemrl/tandem/engine"
 	"github.com/tandemrl/tandem/rl"
 	"github.com/tandemrl/tandem/rl/algo"
+	"github.com/tandemrl/tandem/tasks/arithmetic"
 )
 
 // Config is a job. Zero fields mean the defaults of DefaultConfig, so a
@@ -22,13 +23,14 @@ type Config struct {
 	Name string `json:"name"`
 	// Task is the environment: "arithmetic" (GRPO on "What is x + y?").
 	Task string `json:"task"`
-	// RL is the pipeline and algorithm configuration.
+	// RL is the pipeline configuration (batch shape, staleness, substeps,
+	// optimizer, sampling); the algorithm's settings are in Algo.
 	RL rl.Config `json:"rl"`
 	// Lora selects the adapters.
 	Lora engine.LoraConfig `json:"lora"`
 	// Algo configures GRPO: the objective (naive, ppo, tis, decoupled),
-	// advantage normalization, dynamic sampling and the KL penalty. The
-	// objective chooses the trainer's loss; RL.Loss is not used.
+	// which chooses the trainer's loss and the off-policy correction,
+	// advantage normalization, dynamic sampling and the KL penalty.
 	Algo algo.Config `json:"algo"`
 	// FormatWeight is the weight of the format term of the reward (the
 	// correctness term weighs 1).
@@ -84,7 +86,7 @@ func DefaultConfig() Config {
 		},
 		Lora:           engine.DefaultLoraConfig(),
 		Algo:           algo.Config{Objective: algo.PPO},
-		FormatWeight:   0.1,
+		FormatWeight:   arithmetic.FormatWeight,
 		TrainerThreads: 1,
 		SamplerThreads: 1,
 		Samplers:       1,
@@ -184,7 +186,9 @@ func (c Config) Validate() error {
 }
 
 // ReadConfig reads a JSON job file over DefaultConfig. Unknown keys and
-// wrong types are errors naming the key and, for syntax errors, the line.
+// wrong types are errors naming the key and the line; a key that moved (the
+// rl object's old "loss", "correction" and "kl_coef") is an error naming
+// where it moved.
 func ReadConfig(path string) (Config, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -223,10 +227,43 @@ func describeJSONError(b []byte, err error) error {
 		line := 1 + bytes.Count(b[:min(int(syn.Offset), len(b))], []byte("\n"))
 		return fmt.Errorf("config line %d: %v", line, syn)
 	case errors.As(err, &typ):
-		line := 1 + bytes.Count(b[:min(int(typ.Offset), len(b))], []byte("\n"))
+		off := typ.Offset
+		if typ.Field == "rl" || strings.HasPrefix(typ.Field, "rl.") {
+			// rl.Config decodes itself: its offsets count from its object.
+			off += valueOffset(b, "rl")
+		}
+		line := 1 + bytes.Count(b[:min(max(int(off), 0), len(b))], []byte("\n"))
 		return fmt.Errorf("config line %d: field %q: got a JSON %s, want %s", line, typ.Field, typ.Value, typ.Type)
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
 		return fmt.Errorf("config: unknown key %s (check its spelling; see `tandem train -h` for the keys)", strings.TrimPrefix(err.Error(), "json: unknown field "))
 	}
 	return fmt.Errorf("config: %w", err)
+}
+
+// valueOffset returns the byte offset in the JSON object b of the value of
+// its top-level key, or 0 when b has no such key.
+func valueOffset(b []byte, key string) int64 {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return 0
+	}
+	for dec.More() {
+		k, err := dec.Token()
+		if err != nil {
+			return 0
+		}
+		if k == key {
+			// The value starts after the colon and any space.
+			off := dec.InputOffset()
+			for off < int64(len(b)) && strings.ContainsRune(" \t\r\n:", rune(b[off])) {
+				off++
+			}
+			return off
+		}
+		var skip json.RawMessage
+		if dec.Decode(&skip) != nil {
+			return 0
+		}
+	}
+	return 0
 }

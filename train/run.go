@@ -7,21 +7,13 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
-	"sync"
 	"time"
 
-	"github.com/tandemrl/tandem/backend/local"
-	"github.com/tandemrl/tandem/basemodel"
-	"github.com/tandemrl/tandem/checkpoint"
-	"github.com/tandemrl/tandem/engine"
 	"github.com/tandemrl/tandem/policy"
 	"github.com/tandemrl/tandem/progress"
-	"github.com/tandemrl/tandem/reward/plugin"
-	"github.com/tandemrl/tandem/rl"
+	"github.com/tandemrl/tandem/reward"
 	"github.com/tandemrl/tandem/rl/algo"
-	"github.com/tandemrl/tandem/rl/algo/localbase"
 	"github.com/tandemrl/tandem/rl/loop"
 	"github.com/tandemrl/tandem/runlog"
 	"github.com/tandemrl/tandem/tasks/arithmetic"
@@ -33,6 +25,13 @@ type Hooks struct {
 	Progress func(progress.Status)
 	Log      func(msg string)
 	Logger   *slog.Logger
+}
+
+// logf formats a message for h.Log, if set.
+func (h Hooks) logf(format string, a ...any) {
+	if h.Log != nil {
+		h.Log(fmt.Sprintf(format, a...))
+	}
 }
 
 // EvalPoint is the held-out accuracy of one policy version.
@@ -71,272 +70,108 @@ type Summary struct {
 }
 
 // Run runs the job cfg describes and returns its summary. The run folder
-// keeps everything the run produced even when Run fails: the metrics logged so
-// far and the last saved checkpoint.
+// keeps everything the run produced even when Run fails: the metrics logged
+// so far and the last saved checkpoint. The steps, in order: load the base
+// model, create the run folder and its log, build the reward and the
+// backends, evaluate the base, train, save the final checkpoint, evaluate
+// the marked versions, write the summary; an error names its step
+// ("train: evaluation: …").
 func Run(ctx context.Context, cfg Config, hooks Hooks) (Summary, error) {
 	began := time.Now()
 	cfg = cfg.withDefaults()
 	if err := cfg.Validate(); err != nil {
-		return Summary{}, err
-	}
-	logf := func(format string, a ...any) {
-		if hooks.Log != nil {
-			hooks.Log(fmt.Sprintf(format, a...))
-		}
+		return Summary{}, fmt.Errorf("train: config: %w", err)
 	}
 	base, err := loadBase(cfg.BaseModel)
 	if err != nil {
-		return Summary{}, err
+		return Summary{}, fmt.Errorf("train: base model: %w", err)
 	}
 	dir, err := newRunDir(cfg.Dir, cfg.Name)
 	if err != nil {
-		return Summary{}, err
+		return Summary{}, fmt.Errorf("train: run folder: %w", err)
 	}
-	sum := Summary{Run: cfg.Name, Dir: dir, MaxStaleness: cfg.RL.MaxStaleness, TargetAccuracy: cfg.TargetAccuracy,
-		AccuracyMeasure: fmt.Sprintf("one sample per held-out problem at the training temperature %g, graded by final-integer match (the reward's correctness term)", cfg.RL.Sampling.Temperature)}
+	sum := newSummary(cfg, dir)
 	rlog, err := runlog.Open(dir, cfg)
 	if err != nil {
-		return sum, err
+		return sum, fmt.Errorf("train: run log: %w", err)
 	}
 	defer rlog.Close()
-	store, err := checkpoint.Open(filepath.Join(dir, "checkpoints"))
+	fn, stopReward, err := newReward(cfg)
 	if err != nil {
-		return sum, err
+		return sum, fmt.Errorf("train: reward: %w", err)
 	}
-
-	var plug scorer
-	if p := cfg.RewardPlugin; p != nil {
-		if len(p.Command) > 0 {
-			pr, err := plugin.NewProc(plugin.ProcConfig{Command: p.Command, Timeout: p.Timeout})
-			if err != nil {
-				return sum, err
-			}
-			defer pr.Close()
-			plug = pr
-		} else {
-			h, err := plugin.NewHTTP(plugin.HTTPConfig{URL: p.URL, Timeout: p.Timeout})
-			if err != nil {
-				return sum, err
-			}
-			plug = h
-		}
-	}
-	fn, err := arithmeticReward(cfg, plug)
+	defer stopReward()
+	be, err := newBackends(cfg, base, dir)
 	if err != nil {
-		return sum, err
+		return sum, fmt.Errorf("train: backends: %w", err)
 	}
-
-	shelf := &local.Shelf{Keep: cfg.RL.Steps + 4}
-	run := cfg.Name
-	rlc := cfg.RL
-	rlc.Run = run
-	trainer, err := local.NewTrainer(base, local.TrainerOptions{Run: run, Threads: cfg.TrainerThreads, Lora: cfg.Lora, Shelf: shelf, Store: store, BaseModel: basemodel.Name})
-	if err != nil {
-		return sum, err
-	}
-	defer trainer.Close()
-	samplers := make([]rl.Sampler, cfg.Samplers)
-	for i := range samplers {
-		s, err := local.NewSampler(base, local.SamplerOptions{Threads: cfg.SamplerThreads, Shelf: shelf, Store: store, Seed: uint64(cfg.RL.Seed) + uint64(i)})
-		if err != nil {
-			return sum, err
-		}
-		samplers[i] = s
-	}
+	defer be.close()
 
 	// The base, measured before anything trains.
 	held := heldOut(cfg.EvalProblems)
 	sum.HeldOutProblems = len(held)
-	baseEval, err := evaluate(ctx, base, shelf, nil, cfg, held)
-	if err != nil {
-		return sum, err
+	if sum.BaseAccuracy, err = be.evaluate(ctx, nil, cfg, held); err != nil {
+		return sum, fmt.Errorf("train: base evaluation: %w", err)
 	}
-	sum.BaseAccuracy = baseEval
-	logf("base model: held-out accuracy %.3f (%d problems)", baseEval, len(held))
+	hooks.logf("base model: held-out accuracy %.3f (%d problems)", sum.BaseAccuracy, len(held))
 
-	// The loop, with an observer that logs, shows progress and keeps
-	// snapshots of the versions to evaluate.
-	var (
-		mu        sync.Mutex
-		snapshots = map[policy.Version]EvalPoint{}
-		staleSum  float64
-		staleN    int
-		gapSum    float64
-		gapN      int
-	)
+	obs := newObserver(cfg, rlog, hooks)
 	registry := &policy.Registry{}
-	trainStart := time.Now()
-	observer := func(m loop.StepMetrics) {
-		secs := time.Since(trainStart).Seconds()
-		rec := runlog.Record{
-			Step: m.Step, Version: int64(m.Version), Seconds: secs, RewardMean: m.MeanReward,
-			Loss: m.Metrics["loss:sum"], Staleness: map[int]int{}, MaxStaleness: m.MaxStaleness,
-			Dropped: int(m.Dropped), Requeued: int(m.Requeued), Samples: m.Samples, Tokens: m.Tokens,
-			ServedVersion: int64(m.Served), Extra: map[string]float64{},
-		}
-		if m.LogprobGapValid {
-			rec.LogprobGap = m.LogprobGap
-		}
-		if t := m.Total.Seconds(); t > 0 {
-			rec.TokensPerSec, rec.SamplesPerSec = float64(m.Tokens)/t, float64(m.Samples)/t
-		}
-		for s, n := range m.Staleness {
-			if n > 0 {
-				rec.Staleness[s] = n
-			}
-		}
-		for k, v := range m.Metrics {
-			rec.Extra[k] = v
-		}
-		rec.Extra["time:wait_s"] = m.Wait.Seconds()
-		rec.Extra["time:train_s"] = m.Train.Seconds()
-		rec.Extra["time:publish_s"] = m.Publish.Seconds()
-		mu.Lock()
-		for s, n := range m.Staleness {
-			staleSum += float64(s * n)
-			staleN += n
-		}
-		if m.LogprobGapValid {
-			gapSum += m.LogprobGap
-			gapN++
-		}
-		sum.MaxStalenessSeen = max(sum.MaxStalenessSeen, m.MaxStaleness)
-		sum.Dropped, sum.Requeued = m.Dropped, m.Requeued
-		sum.Samples += m.Samples
-		sum.FinalReward = m.MeanReward
-		done := m.Step + 1
-		if (cfg.EvalEvery > 0 && done%cfg.EvalEvery == 0) || done == cfg.RL.Steps {
-			snapshots[m.Version] = EvalPoint{Step: done, Version: m.Version, Seconds: secs}
-		}
-		meanStale := 0.0
-		if staleN > 0 {
-			meanStale = staleSum / float64(staleN)
-		}
-		mu.Unlock()
-		if err := rlog.Log(rec); err != nil {
-			logf("metrics: %v", err)
-		}
-		if hooks.Progress != nil {
-			hooks.Progress(progress.Status{Step: done, Total: cfg.RL.Steps, Reward: m.MeanReward, MaxStaleness: m.MaxStaleness,
-				MeanStale: meanStale, TokensPerSec: rec.TokensPerSec, Dropped: int(m.Dropped)})
-		}
-		if m.Checkpoint != nil {
-			logf("step %d: saved %s", done, m.Checkpoint.URI)
-		}
-	}
-	grpo, err := algo.New(cfg.Algo, localbase.Base{Trainer: trainer})
+	lp, err := newLoop(cfg, be, fn, registry, obs)
 	if err != nil {
-		return sum, err
-	}
-	lp, err := loop.New(rlc, loop.Deps{
-		Trainer: trainer, Samplers: samplers, Dataset: arithmeticDataset(cfg.RL.Seed, fn, 0),
-		Algorithm: grpo,
-		Registry:  registry, Observer: observer, Decode: tok.Decode, Logger: hooks.Logger,
-	})
-	if err != nil {
-		return sum, err
+		return sum, fmt.Errorf("train: loop: %w", err)
 	}
 	runErr := lp.Run(ctx)
-	rep := lp.Report()
-	sum.TrainSeconds = time.Since(trainStart).Seconds()
-	sum.Steps = rep.Steps
+	sum.TrainSeconds = time.Since(obs.start).Seconds()
+	sum.Steps = lp.Report().Steps
+	obs.fill(&sum)
 	if sum.TrainSeconds > 0 {
 		sum.SamplesPerSecond = float64(sum.Samples) / sum.TrainSeconds
 	}
-	if staleN > 0 {
-		sum.MeanStaleness = staleSum / float64(staleN)
-	}
-	if gapN > 0 {
-		sum.MeanLogprobGap = gapSum / float64(gapN)
-	}
-	// Keep what the run reached, even when it failed: the last step's state.
-	saveCtx := context.WithoutCancel(ctx)
-	final, saveErr := trainer.SaveForSampler(saveCtx, "final").Wait(saveCtx)
-	if saveErr == nil {
-		if _, err := store.Get(run, policy.SamplerWeights, "final"); err != nil {
-			saveErr = persistSampler(saveCtx, trainer, store, final)
-		}
-	}
-	if _, err := trainer.SaveState(saveCtx, "final").Wait(saveCtx); err != nil && saveErr == nil {
-		saveErr = err
-	}
-	if saveErr != nil {
-		logf("saving the final checkpoint: %v", saveErr)
-	} else if ck, err := store.Get(run, policy.SamplerWeights, "final"); err == nil {
-		sum.Checkpoint = ck.Dir
+
+	// Keep what the run reached, even when it failed.
+	if ck, err := be.saveFinal(ctx, cfg.Name); err != nil {
+		hooks.logf("saving the final checkpoint: %v", err)
+	} else {
+		sum.Checkpoint = ck
 	}
 	if runErr != nil {
 		sum.WallSeconds = time.Since(began).Seconds()
 		_ = rlog.WriteJSON("summary.json", sum)
 		return sum, fmt.Errorf("train: %w (run folder %s keeps the metrics and the last checkpoint)", runErr, dir)
 	}
-
-	// Evaluate the snapshots, now that timing no longer matters.
-	versions := make([]policy.Version, 0, len(snapshots))
-	for v := range snapshots {
-		versions = append(versions, v)
-	}
-	sort.Slice(versions, func(i, j int) bool { return versions[i] < versions[j] })
-	for _, v := range versions {
-		ref, ok := registry.Get(v)
-		if !ok {
-			continue
-		}
-		acc, err := evaluate(ctx, base, shelf, &ref, cfg, held)
-		if err != nil {
-			return sum, err
-		}
-		pt := snapshots[v]
-		pt.Accuracy = acc
-		sum.Evals = append(sum.Evals, pt)
-		rlog.SetAccuracy(pt.Step-1, acc)
-		if acc >= cfg.TargetAccuracy && sum.TimeToTargetSeconds == nil {
-			s := pt.Seconds
-			sum.TimeToTargetSeconds = &s
-		}
-		logf("step %d (version %d): held-out accuracy %.3f", pt.Step, v, acc)
-	}
-	if n := len(sum.Evals); n > 0 {
-		sum.FinalAccuracy = sum.Evals[n-1].Accuracy
+	if err := evaluateSnapshots(ctx, cfg, be, registry, obs.snapshotList(), held, rlog, hooks, &sum); err != nil {
+		return sum, fmt.Errorf("train: evaluation: %w", err)
 	}
 	sum.WallSeconds = time.Since(began).Seconds()
 	if err := rlog.WriteJSON("summary.json", sum); err != nil {
-		return sum, err
+		return sum, fmt.Errorf("train: summary: %w", err)
 	}
 	return sum, nil
 }
 
-// evaluate measures held-out accuracy of the version ref names (nil: the
-// base alone), served from the shelf by a private sampler using every core
-// the job was given.
-func evaluate(ctx context.Context, base *engine.Model[float32], shelf *local.Shelf, ref *policy.Ref, cfg Config, held []arithmetic.Problem) (float64, error) {
-	s, err := local.NewSampler(base, local.SamplerOptions{Threads: cfg.TrainerThreads + cfg.SamplerThreads, Shelf: shelf})
+// newSummary is the summary of a job before it runs.
+func newSummary(cfg Config, dir string) Summary {
+	return Summary{Run: cfg.Name, Dir: dir, MaxStaleness: cfg.RL.MaxStaleness, TargetAccuracy: cfg.TargetAccuracy,
+		AccuracyMeasure: fmt.Sprintf("one sample per held-out problem at the training temperature %g, graded by final-integer match (the reward's correctness term)",
+			cfg.RL.Sampling.Temperature)}
+}
+
+// newLoop builds the job's loop: GRPO as cfg.Algo configures it, with the
+// trainer scoring the KL penalty's base log-probs itself, on the task's
+// training dataset shuffled with the run's seed and scored by fn. Every
+// published version is recorded in registry; obs sees every step.
+func newLoop(cfg Config, be *backends, fn reward.Func, registry *policy.Registry, obs *observer) (*loop.Loop, error) {
+	grpo, err := algo.New(cfg.Algo, be.trainer)
 	if err != nil {
-		return 0, err
+		return nil, fmt.Errorf("algorithm: %w", err)
 	}
-	if ref != nil {
-		if err := s.Load(ctx, *ref); err != nil {
-			return 0, err
-		}
-	}
-	res, err := arithmetic.Evaluate(ctx, s, tok, []int{engine.BOS}, held, cfg.RL.Sampling, cfg.RL.Seed*7919, 1)
-	return res.Accuracy, err
-}
-
-func persistSampler(ctx context.Context, t *local.Trainer, store *checkpoint.Store, ref policy.Ref) error {
-	_, err := t.Do(ctx, func(ctx context.Context, eng *engine.Trainer[float32]) error {
-		_, err := store.Save(ctx, checkpoint.Meta{Run: ref.Run, Name: ref.Name, Kind: policy.SamplerWeights, Version: ref.Version, Step: int64(ref.Version), BaseModel: basemodel.Name},
-			func(dir string) error { return eng.SaveAdapter(dir) })
-		return err
-	}).Wait(ctx)
-	return err
-}
-
-func loadBase(path string) (*engine.Model[float32], error) {
-	if path == "" {
-		return basemodel.Load()
-	}
-	return engine.LoadBase[float32](path)
+	rlc := cfg.RL
+	rlc.Run = cfg.Name
+	return loop.New(rlc, loop.Deps{
+		Trainer: be.trainer, Samplers: be.samplers, Dataset: arithmetic.Dataset(cfg.RL.Seed, fn), Algorithm: grpo,
+		Registry: registry, Observer: obs.observe, Decode: arithmetic.Decode, Logger: obs.hooks.Logger,
+	})
 }
 
 // newRunDir returns dir/name, or dir/name-2, -3, … when taken: a new run

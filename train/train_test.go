@@ -2,6 +2,7 @@ package train
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"testing"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/tandemrl/tandem/engine"
 	"github.com/tandemrl/tandem/engine/safetensors"
+	"github.com/tandemrl/tandem/rl/algo"
 	"github.com/tandemrl/tandem/runlog"
 )
 
@@ -29,6 +31,14 @@ func TestParseConfigErrorsNameTheProblem(t *testing.T) {
 		{`{"reward_plugin": {"weight": 1}}`, "exactly one of command and url"},
 		{`{"lora": {"rank": 0, "train_attn": true}}`, "rank 0"},
 		{`{} {}`, "extra data"},
+		{"{\n  \"name\": \"x\",\n  \"task\": \"arithmetic\",\n  \"rl\": {\n    \"max_staleness\": \"two\"\n  }\n}", `config line 5: field "rl.max_staleness"`},
+		{"{\n  \"rl\":\n    5\n}", `config line 3: field "rl": got a JSON number, want rl.Config`},
+		{`{"rl": {"sampling": {"max_tokenz": 3}}}`, `unknown key "max_tokenz"`},
+		// Keys that moved to the algo config say where.
+		{`{"rl": {"correction": "tis"}}`, `rl: key "correction" is no longer read here; it moved to the algo config's "objective" (naive, ppo, tis, decoupled)`},
+		{`{"rl": {"kl_coef": 0.5}}`, `rl: key "kl_coef" is no longer read here; it moved to the algo config's "kl_coef"`},
+		{`{"rl": {"loss": {"loss_fn": "cispo"}}}`, `rl: key "loss" is no longer read here; it moved to the algo config's "objective"`},
+		{`{"rl":{"correction":"tis","kl_coef":0.5,"loss":{"loss_fn":"cispo"}}}`, `key "correction" is no longer read here`},
 	} {
 		_, err := ParseConfig([]byte(tc.in))
 		require.Error(t, err, tc.in)
@@ -39,11 +49,31 @@ func TestParseConfigErrorsNameTheProblem(t *testing.T) {
 	assert.Equal(t, 0, c.RL.MaxStaleness, "an explicit zero overrides the default")
 	assert.Equal(t, 3, c.RL.Steps)
 	assert.Equal(t, DefaultConfig().RL.GroupsPerBatch, c.RL.GroupsPerBatch)
+
+	// The algorithm's settings are read from the algo object.
+	c, err = ParseConfig([]byte(`{"algo": {"objective": "tis", "kl_coef": 0.5}}`))
+	require.NoError(t, err)
+	assert.Equal(t, algo.Config{Objective: algo.TIS, KLCoef: 0.5}, c.Algo)
+	assert.Equal(t, DefaultConfig().RL, c.RL)
+}
+
+// TestConfigFileRoundTrip: a run folder's config.json (the job as JSON)
+// reads back as the same job, so it sets no key that moved.
+func TestConfigFileRoundTrip(t *testing.T) {
+	t.Parallel()
+	c := DefaultConfig()
+	c.Algo.KLCoef, c.Algo.Objective, c.RL.Substeps = 0.1, algo.Decoupled, 2
+	b, err := json.MarshalIndent(c, "", "  ")
+	require.NoError(t, err)
+	back, err := ParseConfig(b)
+	require.NoError(t, err)
+	assert.Equal(t, c, back)
 }
 
 func FuzzParseConfig(f *testing.F) {
 	f.Add([]byte(`{"rl": {"max_staleness": 1}}`))
-	f.Add([]byte(`{"name": "x", "rl": {"steps": 2, "loss": {"loss_fn": "ppo"}}}`))
+	f.Add([]byte(`{"name": "x", "rl": {"steps": 2}, "algo": {"objective": "ppo", "kl_coef": 0.1}}`))
+	f.Add([]byte(`{"rl": {"steps": 2, "loss": {"loss_fn": "ppo"}}}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		c, err := ParseConfig(b)
 		if err == nil {

@@ -62,12 +62,12 @@ func decodeModelInput(o obj) (rl.ModelInput, error) {
 // keyDType is the dtype the SDK gives a loss input passed as a bare list
 // (types/datum.py, _key_to_type).
 var keyDType = map[string]rl.DType{
-	rl.InputTargetTokens:  rl.Int64,
-	rl.InputWeights:       rl.Float32,
-	rl.InputAdvantages:    rl.Float32,
-	rl.InputLogprobs:      rl.Float32,
-	"clip_low_threshold":  rl.Float32,
-	"clip_high_threshold": rl.Float32,
+	rl.InputTargetTokens: rl.Int64,
+	rl.InputWeights:      rl.Float32,
+	rl.InputAdvantages:   rl.Float32,
+	rl.InputLogprobs:     rl.Float32,
+	rl.ClipLowThreshold:  rl.Float32,
+	rl.ClipHighThreshold: rl.Float32,
 }
 
 // decodeTensor reads {"data":[...], "dtype":"int64"|"float32", "shape":[...]}.

@@ -69,8 +69,8 @@ func fromOutput(o engine.Output) rl.ForwardBackwardOutput {
 	return rl.ForwardBackwardOutput{LossFnOutputs: outs, Metrics: o.Metrics}
 }
 
-func toSampleParams(p rl.SamplingParams, seed int64) engine.SampleParams {
-	return engine.SampleParams{
+func toSamplingParams(p rl.SamplingParams, seed int64) engine.SamplingParams {
+	return engine.SamplingParams{
 		MaxTokens:      p.MaxTokens,
 		Temperature:    p.Temperature,
 		TopK:           p.TopK,

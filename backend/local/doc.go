@@ -1,7 +1,7 @@
 // Package local implements the rl contracts on the embedded engine, in
-// process: a Trainer that queues calls to an engine trainer on one owned
-// goroutine, in submission order, and a Sampler that serves published adapter
-// versions from its own copy of the weights.
+// process: a Trainer that queues calls to an engine trainer on a
+// sync/serial queue (one goroutine, submission order), and a Sampler that
+// serves published adapter versions from its own copy of the weights.
 //
 // Publication goes through a [Shelf]: SaveForSampler puts an immutable
 // snapshot of the adapter there (and, with a checkpoint store, also writes it

@@ -2,9 +2,11 @@ package local
 
 import (
 	"context"
+	"errors"
 	"math"
 	"testing"
 
+	"github.com/sourcegraph/conc/panics"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -205,4 +207,46 @@ func TestBadInputs(t *testing.T) {
 	assert.ErrorContains(t, err, "num_samples")
 	err = smp.Load(ctx, policy.Ref{URI: "tinker://t/sampler_weights/missing"})
 	assert.ErrorContains(t, err, "no checkpoint store")
+}
+
+// TestCallsRunInTurn: calls queue behind a running one and return at once;
+// a call whose ctx ends before its turn is skipped with the cause; a panic
+// in a Do becomes that call's error and the trainer goes on; after Close,
+// calls fail with ErrClosed.
+func TestCallsRunInTurn(t *testing.T) {
+	ctx := context.Background()
+	tr, err := NewTrainer(tinyBase(t), TrainerOptions{})
+	require.NoError(t, err)
+	started, release := make(chan struct{}), make(chan struct{})
+	hold := tr.Do(ctx, func(context.Context, *engine.Trainer[float32]) error {
+		close(started)
+		<-release
+		return nil
+	})
+	<-started
+	cause := errors.New("caller left")
+	cctx, cancel := context.WithCancelCause(ctx)
+	ran := false
+	skipped := tr.Do(cctx, func(context.Context, *engine.Trainer[float32]) error { ran = true; return nil })
+	boom := tr.Do(ctx, func(context.Context, *engine.Trainer[float32]) error { panic("boom") })
+	step := tr.OptimStep(ctx, rl.AdamParams{LearningRate: 1e-3})
+	cancel(cause)
+	close(release)
+
+	_, err = hold.Wait(ctx)
+	require.NoError(t, err)
+	_, err = skipped.Wait(ctx)
+	require.ErrorIs(t, err, cause)
+	assert.False(t, ran)
+	_, err = boom.Wait(ctx)
+	var rec *panics.ErrRecovered
+	require.ErrorAs(t, err, &rec)
+	assert.Equal(t, "boom", rec.Value)
+	st, err := step.Wait(ctx)
+	require.NoError(t, err, "the trainer goes on after a panic")
+	assert.Equal(t, policy.Version(1), st.Version)
+
+	require.NoError(t, tr.Close())
+	_, err = tr.Do(ctx, func(context.Context, *engine.Trainer[float32]) error { return nil }).Wait(ctx)
+	assert.ErrorIs(t, err, ErrClosed)
 }

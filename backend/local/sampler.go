@@ -31,6 +31,11 @@ type SamplerOptions struct {
 // goroutines), in arrival order; Load waits for the call computing, swaps
 // the served version, and the calls after it use the new one. It never
 // reports a version it has not loaded. Safe for concurrent use.
+//
+// Sample and Load block, so the compute turn is a lock taken by the
+// calling goroutine rather than a serial.Queue (as the Trainer uses): a
+// queued Sample whose ctx ended would return while its computation still
+// ran on the queue's goroutine.
 type Sampler struct {
 	opts SamplerOptions
 	eng  *engine.Sampler[float32]
@@ -90,7 +95,7 @@ func (s *Sampler) Sample(ctx context.Context, prompt rl.ModelInput, n int, p rl.
 	}
 	defer s.release()
 	v := s.Version()
-	seqs, plp, err := s.eng.Sample(ctx, prompt.AllTokens(), n, toSampleParams(p, seed))
+	seqs, plp, err := s.eng.Sample(ctx, prompt.AllTokens(), n, toSamplingParams(p, seed))
 	if err != nil {
 		return rl.SampleOutput{}, fmt.Errorf("local: sample: %w", err)
 	}

@@ -10,10 +10,12 @@ import (
 	"github.com/tandemrl/tandem/engine"
 	"github.com/tandemrl/tandem/policy"
 	"github.com/tandemrl/tandem/rl"
+	"github.com/tandemrl/tandem/sync/serial"
 )
 
-// ErrClosed is returned by calls submitted after Close.
-var ErrClosed = errors.New("local: trainer closed")
+// ErrClosed is the error of calls submitted after Close: the error of the
+// serial.Queue the calls run on.
+var ErrClosed = serial.ErrClosed
 
 // TrainerOptions configure a Trainer. Zero values mean defaults.
 type TrainerOptions struct {
@@ -36,11 +38,12 @@ type TrainerOptions struct {
 }
 
 // Trainer implements rl.Trainer on an engine trainer. Calls run one at a
-// time, in submission order, on a goroutine the Trainer owns until Close.
+// time, in submission order, on the goroutine of a serial.Queue the
+// Trainer owns; Close waits for it. Safe for concurrent use.
 type Trainer struct {
 	opts TrainerOptions
 	eng  *engine.Trainer[float32]
-	q    *queue
+	q    serial.Queue
 
 	// Touched only by queued jobs.
 	version policy.Version
@@ -70,7 +73,7 @@ func NewTrainer(base *engine.Model[float32], opts TrainerOptions) (*Trainer, err
 	if err != nil {
 		return nil, fmt.Errorf("local: new trainer: %w", err)
 	}
-	return &Trainer{opts: opts, eng: eng, q: newQueue()}, nil
+	return &Trainer{opts: opts, eng: eng}, nil
 }
 
 // Shelf returns where this trainer publishes sampler weights.
@@ -80,31 +83,24 @@ func (t *Trainer) Shelf() *Shelf { return t.opts.Shelf }
 // (see Do) or after Close.
 func (t *Trainer) Engine() *engine.Trainer[float32] { return t.eng }
 
-// Close waits for queued calls to finish and stops the trainer's goroutine.
+// Close waits for the queued calls to finish and for the trainer's
+// goroutine to end; later calls fail with ErrClosed.
 func (t *Trainer) Close() error {
-	t.q.close()
+	t.q.Close()
 	return nil
 }
 
-// submit queues fn and resolves the returned future with its result. A call
-// whose ctx is already done when its turn comes is skipped with ctx's error.
+// submit queues fn on the trainer's queue (see serial.Submit: a call whose
+// ctx is done when its turn comes is skipped with its cause, a panic
+// becomes an error) and wraps fn's error with the call's name.
 func submit[T any](t *Trainer, ctx context.Context, what string, fn func(ctx context.Context) (T, error)) *rl.Future[T] {
-	f := rl.NewFuture[T]()
-	ok := t.q.submit(func() {
-		if err := ctx.Err(); err != nil {
-			f.Resolve(*new(T), fmt.Errorf("local: %s: %w", what, context.Cause(ctx)))
-			return
-		}
+	return serial.Submit(&t.q, ctx, func(ctx context.Context) (T, error) {
 		v, err := fn(ctx)
 		if err != nil {
 			err = fmt.Errorf("local: %s: %w", what, err)
 		}
-		f.Resolve(v, err)
+		return v, err
 	})
-	if !ok {
-		f.Resolve(*new(T), fmt.Errorf("local: %s: %w", what, ErrClosed))
-	}
-	return f
 }
 
 // Do queues fn to run with exclusive use of the engine trainer, in order
@@ -142,7 +138,7 @@ func (t *Trainer) Forward(ctx context.Context, data []rl.Datum, loss rl.Loss) *r
 // OptimStep implements rl.Trainer.
 func (t *Trainer) OptimStep(ctx context.Context, p rl.AdamParams) *rl.Future[rl.OptimStepOutput] {
 	return submit(t, ctx, "optim_step", func(ctx context.Context) (rl.OptimStepOutput, error) {
-		m, err := t.eng.OptimStep(engine.AdamParams(p))
+		m, err := t.eng.OptimStep(p)
 		if err != nil {
 			return rl.OptimStepOutput{}, err
 		}

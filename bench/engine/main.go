@@ -150,7 +150,7 @@ func goSample(s shapes) (float64, error) {
 	for i := range prompt {
 		prompt[i] = rng.IntN(s.Vocab)
 	}
-	p := engine.SampleParams{MaxTokens: s.NewTokens, Temperature: 1, Seed: 1}
+	p := engine.SamplingParams{MaxTokens: s.NewTokens, Temperature: 1, Seed: 1}
 	once := func() (int, error) {
 		seqs, _, err := smp.Sample(context.Background(), prompt, s.N, p)
 		n := 0

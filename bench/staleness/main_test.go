@@ -8,7 +8,9 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -296,35 +298,50 @@ func TestLearningOnEngine(t *testing.T) {
 }
 
 // A replica runs at most its slots at once, and a call that waited for a
-// slot still samples the version served when it was made.
+// slot still samples the version served when it was made. The first call's
+// latency draw holds its slot until the test releases it, so what overlaps
+// is decided by the test, not by timers.
 func TestReplicaSlotsAndPinnedVersion(t *testing.T) {
 	t.Parallel()
-	const lat = 30 * time.Millisecond
-	r := newReplica(1, 3, sim.Fixed(lat), 7)
+	holding, release := make(chan struct{}), make(chan struct{})
+	var draws atomic.Int32
+	hold := sim.Latency(func() time.Duration {
+		if draws.Add(1) == 1 { // drawn with the slot taken
+			close(holding)
+			<-release
+		}
+		return 0
+	})
+	r := newReplica(1, 3, hold, 7)
 	ctx := context.Background()
 	prompt := rl.Tokens([]int{1, 2})
 	type result struct {
 		out rl.SampleOutput
 		err error
-		at  time.Duration
 	}
-	began := time.Now()
 	first, second := make(chan result, 1), make(chan result, 1)
 	go func() {
 		out, err := r.Sample(ctx, prompt, 2, rl.SamplingParams{})
-		first <- result{out, err, time.Since(began)}
+		first <- result{out, err}
 	}()
-	require.Eventually(t, func() bool { return len(r.slots) == 1 }, time.Second, time.Millisecond) // the first call holds the only slot
+	<-holding // the first call holds the only slot
 	go func() {
 		out, err := r.Sample(ctx, prompt, 1, rl.SamplingParams{MaxTokens: 2})
-		second <- result{out, err, time.Since(began)}
+		second <- result{out, err}
 	}()
-	require.Eventually(t, func() bool { return r.calls.Load() == 2 }, time.Second, time.Millisecond) // the second call is made, at version 0
+	for r.calls.Load() < 2 { // the second call is made, at version 0
+		runtime.Gosched()
+	}
 	require.NoError(t, r.Load(ctx, policy.Ref{Version: 5}))
+	select {
+	case <-second:
+		t.Fatal("the second call sampled while the first held the only slot")
+	default:
+	}
+	close(release)
 	a, b := <-first, <-second
 	require.NoError(t, a.err)
 	require.NoError(t, b.err)
-	assert.GreaterOrEqual(t, b.at, 2*lat, "the second call waited for the first one's slot")
 	assert.Equal(t, policy.Version(0), a.out.Version)
 	assert.Equal(t, policy.Version(0), b.out.Version, "the version is the one served when the call was made")
 	require.Len(t, a.out.Sequences, 2)
@@ -340,9 +357,11 @@ func TestReplicaSlotsAndPinnedVersion(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, policy.Version(5), out.Version)
 
+	// A call whose context has ended does not sample (an hour's latency:
+	// only the context can end the call).
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
-	_, err = r.Sample(cctx, prompt, 1, rl.SamplingParams{})
+	_, err = newReplica(1, 3, sim.Fixed(time.Hour), 7).Sample(cctx, prompt, 1, rl.SamplingParams{})
 	require.ErrorIs(t, err, context.Canceled)
 	_, err = r.Sample(ctx, prompt, 0, rl.SamplingParams{})
 	require.ErrorContains(t, err, "n=0")

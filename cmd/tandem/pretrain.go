@@ -93,7 +93,7 @@ func evalBase(ctx context.Context, m *engine.Model[float32], problems []arithmet
 	if err != nil {
 		return 0, err
 	}
-	res, err := arithmetic.Evaluate(ctx, s, engine.Tokenizer{}, []int{engine.BOS}, problems,
+	res, err := arithmetic.Evaluate(ctx, s, problems,
 		rl.SamplingParams{MaxTokens: 24, Temperature: temp, StopTokens: []int{engine.Newline, engine.EOS}}, 1, 1)
 	return res.Accuracy, err
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/tandemrl/tandem/basemodel"
 	"github.com/tandemrl/tandem/checkpoint"
 	"github.com/tandemrl/tandem/engine"
+	"github.com/tandemrl/tandem/tasks/arithmetic"
 )
 
 func runSample(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -60,16 +61,16 @@ func runSample(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 		served = dir
 	}
-	var tok engine.Tokenizer
-	ids, err := tok.Encode(*prompt)
+	// The prompt as the task writes it: BOS, then its characters.
+	ids, err := arithmetic.EncodePrompt(*prompt)
 	if err != nil {
 		return usagef("prompt: %v", err)
 	}
-	p := engine.SampleParams{MaxTokens: *maxTok, Temperature: *temp, TopK: *topK, TopP: *topP, Seed: *seed}
+	p := engine.SamplingParams{MaxTokens: *maxTok, Temperature: *temp, TopK: *topK, TopP: *topP, Seed: *seed}
 	if *stopNL {
 		p.StopTokens = []int{engine.Newline, engine.EOS}
 	}
-	seqs, _, err := s.Sample(ctx, append([]int{engine.BOS}, ids...), *n, p)
+	seqs, _, err := s.Sample(ctx, ids, *n, p)
 	if err != nil {
 		return err
 	}
@@ -90,7 +91,7 @@ func runSample(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		for _, x := range sq.Logprobs {
 			lp += x
 		}
-		res.Samples = append(res.Samples, out{Text: tok.Decode(sq.Tokens), Logprob: lp, StopReason: string(sq.StopReason)})
+		res.Samples = append(res.Samples, out{Text: arithmetic.Decode(sq.Tokens), Logprob: lp, StopReason: string(sq.StopReason)})
 	}
 	if *asJSON {
 		b, _ := json.Marshal(res)

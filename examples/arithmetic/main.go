@@ -1,8 +1,10 @@
-// Command arithmetic is GRPO on "What is x + y?" in one page of Go: the
-// shipped base model, a LoRA trainer and a sampler on the embedded engine, a
-// final-integer reward with a small format term, and the asynchronous loop
-// (max staleness 2). `tandem train` runs the same job with a run folder,
-// plots and evaluation; this file shows the library underneath.
+// Command arithmetic is `tandem train`'s job in one page of Go: the shipped
+// base model, a LoRA trainer and a sampler on the embedded engine, the
+// arithmetic task's reward (final-integer match plus a small format term)
+// and dataset, GRPO with the PPO objective, and the asynchronous loop (max
+// staleness 2). `tandem train` runs the same job with a run folder,
+// checkpoints, plots and evaluation along the way; this file shows the
+// library underneath.
 //
 //	go run ./examples/arithmetic
 package main
@@ -14,68 +16,66 @@ import (
 	"log"
 	"os"
 	"os/signal"
-	"strconv"
 
 	"github.com/tandemrl/tandem/backend/local"
 	"github.com/tandemrl/tandem/basemodel"
 	"github.com/tandemrl/tandem/engine"
-	"github.com/tandemrl/tandem/reward"
 	"github.com/tandemrl/tandem/rl"
+	"github.com/tandemrl/tandem/rl/algo"
 	"github.com/tandemrl/tandem/rl/loop"
-	"github.com/tandemrl/tandem/rollout"
 	"github.com/tandemrl/tandem/tasks/arithmetic"
 )
 
+// pipeline is the loop's configuration: 16 groups of 8 completions per
+// step, Adam at 2e-3, up to 24 tokens per answer at temperature 1.
+func pipeline(steps, maxStaleness int) rl.Config {
+	return rl.Config{
+		Run: "arith", GroupsPerBatch: 16, GroupSize: 8, Steps: steps, Seed: 1,
+		MaxStaleness: maxStaleness, StalePolicy: rl.Pace,
+		Adam:     rl.AdamParams{LearningRate: 2e-3, Beta1: 0.9, Beta2: 0.95, Eps: 1e-8, GradClipNorm: 1},
+		Sampling: rl.SamplingParams{MaxTokens: 24, Temperature: 1, StopTokens: []int{engine.Newline, engine.EOS}},
+	}
+}
+
+// grpo is the algorithm: group-relative advantages and the PPO objective
+// (clipped against the behaviour policy), no KL penalty.
+var grpo = algo.Config{Objective: algo.PPO}
+
 func main() {
-	steps := flag.Int("steps", 30, "learner steps")
+	steps := flag.Int("steps", 80, "learner steps")
 	k := flag.Int("max-staleness", 2, "max staleness (0 = synchronous)")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
+	cfg := pipeline(*steps, *k)
 
 	base, err := basemodel.Load()
 	if err != nil {
 		log.Fatal(err)
 	}
-	trainer, err := local.NewTrainer(base, local.TrainerOptions{Run: "arith"})
+	trainer, err := local.NewTrainer(base, local.TrainerOptions{Run: cfg.Run})
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer trainer.Close()
-	sampler, err := local.NewSampler(base, local.SamplerOptions{Shelf: trainer.Shelf()})
+	sampler, err := local.NewSampler(base, local.SamplerOptions{Shelf: trainer.Shelf(), Seed: uint64(cfg.Seed)})
+	if err != nil {
+		log.Fatal(err)
+	}
+	algorithm, err := algo.New(grpo, nil)
 	if err != nil {
 		log.Fatal(err)
 	}
 
-	// Reward: 1 for the right final integer, 0.1 for answering tersely.
-	terse, err := reward.Format(`^ -?\d+\n?$`)
-	if err != nil {
-		log.Fatal(err)
-	}
-	score := reward.Sum(reward.Term{Weight: 1, Func: reward.FinalInteger()}, reward.Term{Weight: 0.1, Func: terse})
+	// The task: training problems shuffled with the seed, each rewarded 1
+	// for the right final integer plus 0.1 for answering tersely (" 47").
+	// Held-out problems are never trained on.
+	dataset := arithmetic.Dataset(cfg.Seed, arithmetic.Reward(arithmetic.FormatWeight))
+	_, held := arithmetic.Split()
 
-	// One problem per training pair; held-out pairs are never seen.
-	var tok engine.Tokenizer
-	train, held := arithmetic.Split()
-	problems := make([]rollout.Problem, len(train))
-	for i, p := range train {
-		ids, _ := tok.Encode(p.Prompt())
-		problems[i] = &rollout.SingleTurn{
-			ID:        p.String(),
-			Prompt:    rl.Tokens(append([]int{engine.BOS}, ids...)),
-			Reference: strconv.Itoa(p.Answer()),
-			Reward:    score,
-		}
-	}
-
-	sampling := rl.SamplingParams{MaxTokens: 16, Temperature: 1, StopTokens: []int{engine.Newline}}
-	cfg := rl.Config{
-		GroupsPerBatch: 16, GroupSize: 8, MaxStaleness: *k, Steps: *steps,
-		Adam: rl.AdamParams{LearningRate: 2e-3, GradClipNorm: 1}, Sampling: sampling, Run: "arith",
-	}
 	lp, err := loop.New(cfg, loop.Deps{
-		Trainer: trainer, Samplers: []rl.Sampler{sampler},
-		Dataset: rollout.NewSliceDataset(problems, 0, -1), Decode: tok.Decode,
+		Trainer: trainer, Samplers: []rl.Sampler{sampler}, Dataset: dataset, Algorithm: algorithm,
+		Decode: arithmetic.Decode,
 		Observer: func(m loop.StepMetrics) {
 			fmt.Printf("step %3d  reward %.3f  staleness max %d  log-prob gap %.4f\n", m.Step+1, m.MeanReward, m.MaxStaleness, m.LogprobGap)
 		},
@@ -87,9 +87,17 @@ func main() {
 		log.Fatal(err)
 	}
 
-	// Held-out accuracy of the tuned policy (the sampler serves the last
-	// published version).
-	res, err := arithmetic.Evaluate(ctx, sampler, tok, []int{engine.BOS}, held[:200], sampling, 1, 1)
+	// Held-out accuracy of the tuned policy, the last version the trainer
+	// published (the sampler may still serve the one before): one sample
+	// per problem, graded by the reward's correctness term.
+	last, ok := lp.Registry().Get(lp.Report().Version)
+	if !ok {
+		log.Fatalf("version %d was not published", lp.Report().Version)
+	}
+	if err := sampler.Load(ctx, last); err != nil {
+		log.Fatal(err)
+	}
+	res, err := arithmetic.Evaluate(ctx, sampler, held, cfg.Sampling, 1, 1)
 	if err != nil {
 		log.Fatal(err)
 	}

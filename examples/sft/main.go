@@ -78,11 +78,11 @@ func main() {
 		if err != nil {
 			log.Fatal(err)
 		}
-		res, err := arithmetic.Evaluate(ctx, sampler, tok, []int{engine.BOS}, held[:*problems], sampling, 1, 1)
+		res, err := arithmetic.Evaluate(ctx, sampler, held[:*problems], sampling, 1, 1)
 		if err != nil {
 			log.Fatal(err)
 		}
-		g, err := arithmetic.Evaluate(ctx, sampler, tok, []int{engine.BOS}, held[:*problems], greedy, 1, 1)
+		g, err := arithmetic.Evaluate(ctx, sampler, held[:*problems], greedy, 1, 1)
 		if err != nil {
 			log.Fatal(err)
 		}

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"math"
 	"strings"
-
-	"github.com/tandemrl/tandem/rl"
 )
 
 // Objective selects the policy-gradient objective, i.e. how GRPO corrects
@@ -67,8 +65,12 @@ func (o *Objective) UnmarshalText(b []byte) error {
 // ErrConfig is wrapped by every error Config.Validate returns.
 var ErrConfig = errors.New("algo: invalid config")
 
-// Config configures a GRPO. It is a plain serializable struct; a zero field
-// means its documented default.
+// Config configures a GRPO: it is the one place where the objective (and
+// with it the trainer's loss and the off-policy correction), advantage
+// normalization, dynamic sampling and the KL penalty are set. How a learner
+// step is split into optimizer steps is the loop's rl.Config.Substeps: the
+// loop calls Batch once per substep. It is a plain serializable struct; a
+// zero field means its documented default.
 type Config struct {
 	// Objective is naive (default), ppo, tis or decoupled.
 	Objective Objective `json:"objective,omitempty"`
@@ -154,38 +156,4 @@ func (c Config) Validate() error {
 		return bad("KLDiscount", "is %v; must be in [0, 1] (0 = no discounting)", c.KLDiscount)
 	}
 	return nil
-}
-
-// FromRL maps the pipeline's knobs (rl.Config's Loss, Correction and
-// KLCoef) to a GRPO configuration: correction tis or decoupled selects that
-// objective; with no correction, the ppo loss selects ppo (its clip
-// thresholds carried over as ε) and importance_sampling selects naive. Other
-// combinations have no GRPO objective and are an error naming them.
-func FromRL(c rl.Config) (Config, error) {
-	c = c.WithDefaults()
-	out := Config{KLCoef: c.KLCoef}
-	switch c.Correction {
-	case rl.TIS:
-		out.Objective = TIS
-	case rl.Decoupled:
-		out.Objective = Decoupled
-	case rl.NoCorrection:
-		switch c.Loss.Name {
-		case rl.ImportanceSampling:
-			out.Objective = Naive
-		case rl.PPO:
-			out.Objective = PPO
-			if lo, ok := c.Loss.Config[ClipLowKey]; ok {
-				out.ClipEpsLow = 1 - lo
-			}
-			if hi, ok := c.Loss.Config[ClipHighKey]; ok {
-				out.ClipEpsHigh = hi - 1
-			}
-		default:
-			return Config{}, fmt.Errorf("%w: loss %q with correction none has no GRPO objective; use importance_sampling (naive) or ppo", ErrConfig, c.Loss.Name)
-		}
-	default:
-		return Config{}, fmt.Errorf("%w: correction %q unknown; allowed: none, tis, decoupled", ErrConfig, c.Correction)
-	}
-	return out, out.Validate()
 }

@@ -6,6 +6,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/tandemrl/tandem/rl"
 	"github.com/tandemrl/tandem/rl/algo"
 )
 
@@ -30,7 +31,7 @@ func ExampleGRPO_Loss() {
 			panic(err)
 		}
 		l := g.Loss()
-		fmt.Println(obj, l.Name, l.Config[algo.ClipLowKey], l.Config[algo.ClipHighKey])
+		fmt.Println(obj, l.Name, l.Config[rl.ClipLowThreshold], l.Config[rl.ClipHighThreshold])
 	}
 	// Output:
 	// naive importance_sampling 0 0

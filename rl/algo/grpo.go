@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 
 	"github.com/tandemrl/tandem/policy"
 	"github.com/tandemrl/tandem/rl"
@@ -18,30 +17,39 @@ var ErrNoBaseModel = errors.New("algo: KLCoef > 0 needs a BaseModel")
 // each trajectory's advantage is its return minus its group's mean
 // (optionally over the group's standard deviation), every transition
 // becomes one datum, and the configured Objective decides the trainer loss
-// and the off-policy correction.
+// and the off-policy correction. It is the pipeline's default algorithm
+// (rl/loop uses New(Config{}, nil) when given none).
 //
 // A GRPO is not safe for concurrent use: the loop calls Batch from one
-// goroutine. The returned Batch owns fresh memory; GRPO keeps a reference to
-// the last batch for RatioMetrics until the next call.
+// goroutine. It reuses its memory from one Batch call to the next, as
+// rl.Algorithm allows: the returned Batch (its datums, their slices and
+// maps, Actions, Metrics) is valid until the next Batch call, and
+// RatioMetrics and OutputMetrics read the last batch until then. A stream
+// of batches of one shape allocates nothing once the first has been built
+// (for naive, ppo and tis without the KL penalty).
 type GRPO struct {
 	cfg  Config
 	base BaseModel
-
-	last []unit
-	adv  []float64
-	rets []float64
 	loss rl.Loss
-	// prepared holds π_prox per position of each transition's datum,
-	// computed by Prepare for a learner step's groups; Batch consumes the
-	// entries.
+
+	// The last batch: its units (read by RatioMetrics and decouple),
+	// datums and action positions (in g.build's memory), and its metrics.
+	build   builder
+	last    []unit
+	datums  []rl.Datum
+	actions []rl.Span
+	metrics map[string]float64
+	// Per-call scratch: the returns of one group, the advantages of every
+	// trajectory of the batch's groups, and which groups are uniform.
+	rets, adv []float64
+	uniform   []bool
+
+	// prep builds the datums of Prepare's forward pass; prepared holds
+	// π_prox per position of each transition's datum, computed by Prepare
+	// for a learner step's groups; Batch consumes the entries.
+	prep     builder
 	prepared map[*rl.Transition][]float64
 }
-
-// Keys of the ppo and cispo loss configuration (Tinker's loss_fn_config).
-const (
-	ClipLowKey  = "clip_low_threshold"
-	ClipHighKey = "clip_high_threshold"
-)
 
 var _ rl.Algorithm = (*GRPO)(nil)
 
@@ -55,22 +63,25 @@ func New(cfg Config, base BaseModel) (*GRPO, error) {
 	if cfg.KLCoef > 0 && base == nil {
 		return nil, ErrNoBaseModel
 	}
-	return &GRPO{cfg: cfg, base: base}, nil
+	g := &GRPO{cfg: cfg, base: base}
+	g.loss = g.Loss()
+	return g, nil
 }
 
 // Config returns the configuration with defaults applied.
 func (g *GRPO) Config() Config { return g.cfg }
 
-// Loss returns the trainer loss the objective uses (the Batch's Loss).
+// Loss returns the trainer loss the objective uses (the Batch's Loss), in
+// memory of its own.
 func (g *GRPO) Loss() rl.Loss {
 	c := g.cfg
 	switch c.Objective {
 	case PPO, Decoupled:
 		return rl.Loss{Name: rl.PPO, Config: map[string]float64{
-			ClipLowKey: 1 - c.ClipEpsLow, ClipHighKey: 1 + c.ClipEpsHigh}}
+			rl.ClipLowThreshold: 1 - c.ClipEpsLow, rl.ClipHighThreshold: 1 + c.ClipEpsHigh}}
 	case TIS:
 		return rl.Loss{Name: rl.CISPO, Config: map[string]float64{
-			ClipLowKey: 0, ClipHighKey: c.TruncateAt}}
+			rl.ClipLowThreshold: 0, rl.ClipHighThreshold: c.TruncateAt}}
 	}
 	return rl.Loss{Name: rl.ImportanceSampling}
 }
@@ -78,6 +89,7 @@ func (g *GRPO) Loss() rl.Loss {
 // Batch implements rl.Algorithm. It costs one BaseModel call when the KL
 // penalty is on and, for the decoupled objective, one t.Forward over the
 // batch (none when Prepare covered it), waited for before Batch returns.
+// The Batch is valid until the next call (see GRPO).
 //
 // Batch.Metrics holds:
 //   - groups:uniform (groups whose returns are all equal), groups:filtered_uniform
@@ -99,21 +111,22 @@ func (g *GRPO) Loss() rl.Loss {
 // Ratio statistics against the trainer's log-probs need the forward-backward
 // output: see RatioMetrics.
 func (g *GRPO) Batch(ctx context.Context, t rl.Trainer, _ policy.Version, groups []rl.Group) (rl.Batch, error) {
-	m := make(map[string]float64, 16)
-	units, err := g.units(groups, m)
+	if g.metrics == nil {
+		g.metrics = make(map[string]float64, 16)
+	}
+	m := g.metrics
+	clear(m)
+	err := g.units(groups, m)
+	units := g.last
 	if err != nil {
 		return rl.Batch{}, err
 	}
-	g.last, g.loss = units, g.Loss()
 	if len(units) == 0 {
 		return rl.Batch{Loss: g.loss, Metrics: m}, nil
 	}
+	sums := g.build.sums
 	if g.cfg.KLCoef > 0 {
-		data := make([]rl.Datum, len(units))
-		for i := range units {
-			data[i] = units[i].datum
-		}
-		base, err := g.base.BaseLogprobs(ctx, data)
+		base, err := g.base.BaseLogprobs(ctx, g.datums)
 		if err != nil {
 			return rl.Batch{}, fmt.Errorf("algo: KL penalty: %w", err)
 		}
@@ -123,12 +136,10 @@ func (g *GRPO) Batch(ctx context.Context, t rl.Trainer, _ policy.Version, groups
 		}
 		m["kl:policy_base"] = v1
 		m["kl:policy_base_v2"] = v2
+		sums = tokenSums(units) // the shaping made the advantages vary within a datum
 	}
-	advStats(units, m)
-	b := rl.Batch{Datums: make([]rl.Datum, len(units)), Loss: g.loss, Metrics: m}
-	for i := range units {
-		b.Datums[i] = units[i].datum
-	}
+	sums.record(m)
+	b := rl.Batch{Datums: g.datums, Loss: g.loss, Metrics: m}
 	if g.cfg.Objective == Decoupled {
 		if err := g.decouple(ctx, t, b.Datums, m); err != nil {
 			return rl.Batch{}, err
@@ -143,25 +154,24 @@ func (g *GRPO) Batch(ctx context.Context, t rl.Trainer, _ policy.Version, groups
 		}
 		return b, nil
 	}
-	b.Actions = make([]rl.Span, len(units))
-	for i, u := range units {
-		b.Actions[i] = rl.Span{Datum: i, Start: u.start, End: u.end}
-	}
+	b.Actions = g.actions
 	return b, nil
 }
 
 // units computes advantages, filters uniform groups and builds one unit per
-// transition.
-func (g *GRPO) units(groups []rl.Group, m map[string]float64) ([]unit, error) {
-	uniform := make([]bool, len(groups))
+// transition, in memory of g.build, into g.last, g.datums and g.actions.
+func (g *GRPO) units(groups []rl.Group, m map[string]float64) error {
+	g.uniform, g.adv = g.uniform[:0], g.adv[:0]
 	filtered := 0
 	for gi := range groups {
 		g.rets = g.rets[:0]
 		for ti := range groups[gi].Trajectories {
 			g.rets = append(g.rets, groups[gi].Trajectories[ti].Return())
 		}
-		_, uniform[gi] = GroupAdvantages(nil, g.rets, false)
-		if uniform[gi] {
+		var u bool
+		g.adv, u = appendAdvantages(g.adv, g.rets, g.cfg.NormalizeStd)
+		g.uniform = append(g.uniform, u)
+		if u {
 			filtered++
 		}
 	}
@@ -178,200 +188,29 @@ func (g *GRPO) units(groups []rl.Group, m map[string]float64) ([]unit, error) {
 		m["groups:filtered_uniform"] = float64(filtered)
 		m["groups:kept"] = float64(len(groups) - filtered)
 	}
-	var units []unit
+	g.build.reset()
+	defer func() { g.last, g.datums, g.actions = g.build.batch() }() // on error too: what was built
+	off := 0
 	for gi := range groups {
-		if uniform[gi] && !keepAll {
+		grp := &groups[gi]
+		adv := g.adv[off : off+len(grp.Trajectories)]
+		off += len(grp.Trajectories)
+		if g.uniform[gi] && !keepAll {
 			continue
 		}
-		grp := &groups[gi]
-		g.rets = g.rets[:0]
 		for ti := range grp.Trajectories {
-			g.rets = append(g.rets, grp.Trajectories[ti].Return())
-		}
-		g.adv, _ = GroupAdvantages(g.adv, g.rets, g.cfg.NormalizeStd)
-		for ti := range grp.Trajectories {
-			for k := range grp.Trajectories[ti].Transitions {
-				u, ok, err := newUnit(&grp.Trajectories[ti].Transitions[k], g.adv[ti])
-				if err != nil {
-					return nil, fmt.Errorf("algo: group %d (id %d) trajectory %d turn %d: %w", gi, grp.ID, ti, k, err)
-				}
-				if ok {
-					units = append(units, u)
+			trs := grp.Trajectories[ti].Transitions
+			for k := range trs {
+				if err := g.build.add(&trs[k], adv[ti]); err != nil {
+					return fmt.Errorf("algo: group %d (id %d) trajectory %d turn %d: %w", gi, grp.ID, ti, k, err)
 				}
 			}
 		}
-	}
-	return units, nil
-}
-
-// advStats records advantage statistics over action tokens.
-func advStats(units []unit, m map[string]float64) {
-	var sum, sq, abs float64
-	lo, hi := math.Inf(1), math.Inf(-1)
-	n := 0
-	for i := range units {
-		for _, a := range units[i].adv[units[i].start:units[i].end] {
-			sum += a
-			sq += a * a
-			abs += math.Abs(a)
-			lo, hi = min(lo, a), max(hi, a)
-			n++
-		}
-	}
-	if n == 0 {
-		return
-	}
-	mean := sum / float64(n)
-	m["advantage:mean"] = mean
-	m["advantage:abs_mean"] = abs / float64(n)
-	m["advantage:std"] = math.Sqrt(max(sq/float64(n)-mean*mean, 0))
-	m["advantage:min"], m["advantage:max"] = lo, hi
-	m["tokens:action"] = float64(n)
-}
-
-// decouple runs the proximal forward pass and rewrites the datums for
-// AReaL's decoupled loss: "logprobs" := log π_prox, and each action token's
-// advantage A becomes A·w with w = π_prox/μ, or 0 when w exceeds the cap.
-// The per-token loss −min(r'·A·w, clip(r')·A·w), r' = π_θ/π_prox, equals
-// AReaL's −w·min(r'·A, clip(r')·A) because w > 0.
-func (g *GRPO) decouple(ctx context.Context, t rl.Trainer, data []rl.Datum, m map[string]float64) error {
-	proxes, prepared, err := g.proximal(ctx, t, data)
-	if err != nil {
-		return err
-	}
-	if prepared {
-		m["decoupled:prepared"] = 1
-	}
-	lo, hi := 1-g.cfg.ClipEpsLow, 1+g.cfg.ClipEpsHigh
-	var wSum, wMax, klSum, gapSum float64
-	var n, capped, outside int
-	for i := range g.last {
-		u := &g.last[i]
-		p := proxes[i]
-		prox := make([]float64, len(u.mu))
-		for k := u.start; k < u.end; k++ {
-			prox[k] = p[k]
-			w := math.Exp(p[k] - u.mu[k])
-			n++
-			wSum += w
-			wMax = max(wMax, w)
-			klSum += u.mu[k] - p[k]
-			gapSum += math.Abs(u.mu[k] - p[k])
-			if w < lo || w > hi {
-				outside++
-			}
-			if g.cfg.BehaviourCap > 0 && w > g.cfg.BehaviourCap {
-				capped++
-				u.adv[k] = 0
-				continue
-			}
-			u.adv[k] *= w
-		}
-		data[i].LossFnInputs[rl.InputLogprobs] = rl.TensorData{DType: rl.Float32, Floats: prox}
-	}
-	if n > 0 {
-		fn := float64(n)
-		m["decoupled:behav_weight_mean"] = wSum / fn
-		m["decoupled:behav_weight_max"] = wMax
-		m["decoupled:behav_kl"] = klSum / fn
-		m["decoupled:sampler_gap"] = gapSum / fn
-		m["decoupled:capped_frac"] = float64(capped) / fn
-		m["decoupled:outside_clip_frac"] = float64(outside) / fn
 	}
 	return nil
-}
-
-// proximal returns π_prox's log-prob at every position of every datum of
-// the last batch: from Prepare when it covered every datum, else from one
-// forward pass over the batch.
-func (g *GRPO) proximal(ctx context.Context, t rl.Trainer, data []rl.Datum) (_ [][]float64, prepared bool, _ error) {
-	out := make([][]float64, len(g.last))
-	all := g.prepared != nil
-	for i := range g.last {
-		p, ok := g.prepared[g.last[i].src]
-		if !ok || len(p) != len(g.last[i].mu) {
-			all = false
-			break
-		}
-		out[i] = p
-	}
-	if all {
-		for i := range g.last {
-			delete(g.prepared, g.last[i].src)
-		}
-		return out, true, nil
-	}
-	if t == nil {
-		return nil, false, errors.New("algo: decoupled objective needs the trainer for its proximal forward pass")
-	}
-	res, err := t.Forward(ctx, data, g.loss).Wait(ctx)
-	if err != nil {
-		return nil, false, fmt.Errorf("algo: decoupled: proximal forward pass: %w", err)
-	}
-	if len(res.LossFnOutputs) != len(data) {
-		return nil, false, fmt.Errorf("algo: decoupled: proximal forward pass returned %d outputs for %d datums", len(res.LossFnOutputs), len(data))
-	}
-	for i := range out {
-		out[i] = res.LossFnOutputs[i][rl.InputLogprobs].Floats
-		if len(out[i]) != len(g.last[i].mu) {
-			return nil, false, fmt.Errorf("algo: decoupled: proximal forward pass gave %d log-probs for datum %d of %d positions", len(out[i]), i, len(g.last[i].mu))
-		}
-	}
-	return out, false, nil
 }
 
 // OutputMetrics implements rl.OutputMetrics with RatioMetrics.
 func (g *GRPO) OutputMetrics(out rl.ForwardBackwardOutput) (map[string]float64, error) {
 	return g.RatioMetrics(out)
-}
-
-// Prepare computes, for the decoupled objective, the proximal policy of a
-// whole learner step before the loop splits its groups into substeps, as
-// AReaL does: one Trainer.Forward over every group, so that the substeps
-// after the first clip against the policy of the step's start rather than
-// against a policy recomputed after each optimizer step. Later Batch calls
-// over these groups (or sub-slices of them, sharing their memory) use the
-// stored log-probs instead of a forward pass of their own; Prepare replaces
-// whatever an earlier call stored. For the other objectives it does
-// nothing. A loop that never calls Prepare gets one forward pass per Batch.
-func (g *GRPO) Prepare(ctx context.Context, t rl.Trainer, _ policy.Version, groups []rl.Group) error {
-	if g.cfg.Objective != Decoupled {
-		return nil
-	}
-	g.prepared = nil
-	var units []unit
-	var data []rl.Datum
-	for gi := range groups {
-		for ti := range groups[gi].Trajectories {
-			trs := groups[gi].Trajectories[ti].Transitions
-			for k := range trs {
-				u, ok, err := newUnit(&trs[k], 0)
-				if err != nil {
-					return fmt.Errorf("algo: prepare: group %d (id %d) trajectory %d turn %d: %w", gi, groups[gi].ID, ti, k, err)
-				}
-				if ok {
-					units = append(units, u)
-					data = append(data, u.datum)
-				}
-			}
-		}
-	}
-	if len(data) == 0 {
-		return nil
-	}
-	if t == nil {
-		return errors.New("algo: decoupled objective needs the trainer for its proximal forward pass")
-	}
-	res, err := t.Forward(ctx, data, g.Loss()).Wait(ctx)
-	if err != nil {
-		return fmt.Errorf("algo: prepare: proximal forward pass: %w", err)
-	}
-	if len(res.LossFnOutputs) != len(data) {
-		return fmt.Errorf("algo: prepare: proximal forward pass returned %d outputs for %d datums", len(res.LossFnOutputs), len(data))
-	}
-	g.prepared = make(map[*rl.Transition][]float64, len(units))
-	for i, u := range units {
-		g.prepared[u.src] = res.LossFnOutputs[i][rl.InputLogprobs].Floats
-	}
-	return nil
 }

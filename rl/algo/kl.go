@@ -4,7 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
+
+	"github.com/sourcegraph/conc/pool"
 
 	"github.com/tandemrl/tandem/rl"
 )
@@ -32,39 +33,27 @@ type SamplerBase struct {
 	Parallel int
 }
 
-// BaseLogprobs implements BaseModel.
+// BaseLogprobs implements BaseModel. It runs at most Parallel Sample calls
+// at once; the first error cancels the calls still running, is returned
+// (naming its datum) and leaves no goroutine behind.
 func (s SamplerBase) BaseLogprobs(ctx context.Context, data []rl.Datum) ([][]float64, error) {
 	out := make([][]float64, len(data))
-	errs := make([]error, len(data))
-	par := max(1, min(s.Parallel, len(data)))
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var (
-		wg   sync.WaitGroup
-		mu   sync.Mutex
-		next int
-	)
-	for range par {
-		wg.Go(func() {
-			for {
-				mu.Lock()
-				i := next
-				next++
-				mu.Unlock()
-				if i >= len(data) {
-					return
-				}
-				out[i], errs[i] = s.one(ctx, &data[i])
-				if errs[i] != nil {
-					errs[i] = fmt.Errorf("datum %d: %w", i, errs[i])
-					cancel()
-					return
-				}
+	p := pool.New().WithContext(ctx).WithCancelOnError().WithFirstError().
+		WithMaxGoroutines(max(1, min(s.Parallel, len(data))))
+	for i := range data {
+		p.Go(func(ctx context.Context) error {
+			if ctx.Err() != nil {
+				return context.Cause(ctx) // the caller's ctx ended, or an earlier datum failed
 			}
+			lp, err := s.one(ctx, &data[i])
+			if err != nil {
+				return fmt.Errorf("datum %d: %w", i, err)
+			}
+			out[i] = lp
+			return nil
 		})
 	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	if err := p.Wait(); err != nil {
 		return nil, fmt.Errorf("algo: base log-probs: %w", err)
 	}
 	return out, nil

@@ -14,7 +14,6 @@ import (
 	"github.com/tandemrl/tandem/reward"
 	"github.com/tandemrl/tandem/rl"
 	"github.com/tandemrl/tandem/rl/algo"
-	"github.com/tandemrl/tandem/rl/algo/localbase"
 	"github.com/tandemrl/tandem/rl/loop"
 	"github.com/tandemrl/tandem/rollout"
 )
@@ -54,7 +53,7 @@ func TestGRPOLearnsInTheLoop(t *testing.T) {
 				problems = append(problems, &rollout.SingleTurn{ID: strconv.Itoa(i),
 					Prompt: rl.Tokens([]int{engine.BOS, engine.FirstPrintable + 33 + i%26}), Reward: lowercase})
 			}
-			g, err := algo.New(algo.Config{Objective: obj, KLCoef: 0.01}, localbase.Base{Trainer: tr})
+			g, err := algo.New(algo.Config{Objective: obj, KLCoef: 0.01}, tr)
 			require.NoError(t, err)
 			var (
 				mu      sync.Mutex

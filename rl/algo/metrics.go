@@ -14,9 +14,15 @@ import (
 // objective's correction acted on: "ratio:clipped_frac" for ppo and
 // decoupled (tokens whose gradient the clip zeroes: r above the upper bound
 // with A > 0, or below the lower bound with A < 0) and "ratio:truncated_frac"
-// for tis (r > C). It reads no more than the output and the batch GRPO
-// keeps until its next Batch call; it costs one pass over the action tokens.
+// for tis (r > C). It reads no more than the output and the last batch,
+// whose memory GRPO reuses for the next (so out must come from the latest
+// Batch); it costs one pass over the action tokens. An output with no
+// per-token results (a trainer that skips them, as backend/sim can) gives
+// no metrics and no error.
 func (g *GRPO) RatioMetrics(out rl.ForwardBackwardOutput) (map[string]float64, error) {
+	if len(out.LossFnOutputs) == 0 {
+		return nil, nil // a trainer that reports no per-token outputs: nothing to measure
+	}
 	if len(out.LossFnOutputs) != len(g.last) {
 		return nil, fmt.Errorf("algo: ratio metrics: %d outputs for a batch of %d datums", len(out.LossFnOutputs), len(g.last))
 	}
@@ -26,7 +32,7 @@ func (g *GRPO) RatioMetrics(out rl.ForwardBackwardOutput) (map[string]float64, e
 	for i := range g.last {
 		u := &g.last[i]
 		p := out.LossFnOutputs[i][rl.InputLogprobs].Floats
-		q := u.datum.LossFnInputs[rl.InputLogprobs].Floats
+		q := u.mu // the datum's "logprobs" input
 		if len(p) != len(q) {
 			return nil, fmt.Errorf("algo: ratio metrics: datum %d has %d output log-probs for %d positions", i, len(p), len(q))
 		}

@@ -7,6 +7,9 @@
 //	    ▲   (admitted by the gate)            │
 //	    └── requeue ◄── over-stale            └─► publish ─► weight sync ─► samplers
 //
+// The learner turns each step's groups into batches with Deps.Algorithm
+// (rl/algo's GRPO by default), calling it once per Config.Substeps.
+//
 // MaxStaleness k = 0 gives synchronous RL (after each step nothing is
 // sampled until the samplers serve the new version); k ≥ 1 overlaps
 // sampling and training and never trains on a group more than k versions

@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"go.uber.org/goleak"
 
+	"github.com/tandemrl/tandem/backend/sim"
 	"github.com/tandemrl/tandem/reward"
 	"github.com/tandemrl/tandem/rl"
 	"github.com/tandemrl/tandem/rollout"
@@ -75,4 +77,30 @@ func (c *collector) all() []StepMetrics {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return append([]StepMetrics(nil), c.steps...)
+}
+
+// onCall is a simulated trainer that calls a hook when it receives its n-th
+// forward-backward or its n-th optimizer step (after passing the call on):
+// events placed by the run's progress rather than by a clock.
+type onCall struct {
+	*sim.Trainer
+	fbN, optN     int32
+	onFB, onOptim func()
+	fbs, optims   atomic.Int32
+}
+
+func (c *onCall) ForwardBackward(ctx context.Context, d []rl.Datum, l rl.Loss) *rl.Future[rl.ForwardBackwardOutput] {
+	f := c.Trainer.ForwardBackward(ctx, d, l)
+	if c.fbs.Add(1) == c.fbN && c.onFB != nil {
+		c.onFB()
+	}
+	return f
+}
+
+func (c *onCall) OptimStep(ctx context.Context, p rl.AdamParams) *rl.Future[rl.OptimStepOutput] {
+	f := c.Trainer.OptimStep(ctx, p)
+	if c.optims.Add(1) == c.optN && c.onOptim != nil {
+		c.onOptim()
+	}
+	return f
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/tandemrl/tandem/buffer"
 	"github.com/tandemrl/tandem/policy"
 	"github.com/tandemrl/tandem/rl"
+	"github.com/tandemrl/tandem/rl/algo"
 	"github.com/tandemrl/tandem/rollout"
 	"github.com/tandemrl/tandem/sync/weights"
 )
@@ -25,7 +26,8 @@ type Deps struct {
 	// version, and a version counts as served when all have loaded it.
 	Samplers []rl.Sampler
 	Dataset  rollout.Dataset
-	// Algorithm turns groups into batches (nil = &rl.GroupRelative{}).
+	// Algorithm turns groups into batches (nil = algo.New(algo.Config{},
+	// nil): GRPO with the naive objective, uniform groups filtered).
 	Algorithm rl.Algorithm
 	// Registry records published versions (nil = a new one).
 	Registry *policy.Registry
@@ -107,7 +109,11 @@ func New(cfg rl.Config, deps Deps) (*Loop, error) {
 		}
 	}
 	if deps.Algorithm == nil {
-		deps.Algorithm = &rl.GroupRelative{}
+		g, err := algo.New(algo.Config{}, nil)
+		if err != nil {
+			return nil, fmt.Errorf("loop: default algorithm: %w", err)
+		}
+		deps.Algorithm = g
 	}
 	if deps.Registry == nil {
 		deps.Registry = &policy.Registry{}

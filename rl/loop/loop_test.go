@@ -3,7 +3,6 @@ package loop
 import (
 	"context"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -36,6 +35,10 @@ func TestSyncRunZeroStalenessZeroGap(t *testing.T) {
 		assert.Equal(t, 16, m.Samples)
 		assert.Equal(t, 64, m.Tokens)
 		assert.Equal(t, policy.Version(i+1), m.Served, "k=0 waits for the sampler")
+		// The default algorithm is GRPO: it accounts for every group and
+		// reports the importance ratio, 1 when sampler and trainer agree.
+		assert.Equal(t, float64(m.Groups), m.Metrics["groups:kept"]+m.Metrics["groups:filtered_uniform"])
+		assert.InDelta(t, 1, m.Metrics["ratio:mean"], 1e-9)
 	}
 	assert.Equal(t, int64(0), rep.Buffer.Dropped)
 }
@@ -73,7 +76,7 @@ func TestInvalidConfigFailsAtConstruction(t *testing.T) {
 		{"group size 0", rl.Config{GroupsPerBatch: 1, GroupSize: 0}, []string{"GroupSize", "0", "at least 1"}},
 		{"batch larger than buffer", rl.Config{GroupsPerBatch: 8, GroupSize: 1, BufferLimit: 4}, []string{"BufferLimit", "4", "GroupsPerBatch 8"}},
 		{"unknown policy", rl.Config{GroupsPerBatch: 1, GroupSize: 1, StalePolicy: "evict"}, []string{"StalePolicy", `"evict"`, "pace, drop, requeue"}},
-		{"unknown correction", rl.Config{GroupsPerBatch: 1, GroupSize: 1, Correction: "clip"}, []string{"Correction", "none, tis, decoupled"}},
+		{"negative steps", rl.Config{GroupsPerBatch: 1, GroupSize: 1, Steps: -1}, []string{"Steps", "-1", "≥ 0"}},
 		{"substeps", rl.Config{GroupsPerBatch: 3, GroupSize: 1, Substeps: 2}, []string{"Substeps", "divide"}},
 		{"bad adam", rl.Config{GroupsPerBatch: 1, GroupSize: 1, Adam: rl.AdamParams{Beta1: 1.5}}, []string{"Adam", "beta1"}},
 	}
@@ -97,9 +100,7 @@ func TestDatasetExhaustionEndsRun(t *testing.T) {
 	l, err := New(rl.Config{GroupsPerBatch: 4, GroupSize: 2, MaxStaleness: 1},
 		Deps{Trainer: sim.NewTrainer(sim.TrainerConfig{}), Samplers: []rl.Sampler{sim.NewSampler(sim.SamplerConfig{})}, Dataset: newLedger(30, 1)})
 	require.NoError(t, err)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	require.NoError(t, l.Run(ctx))
+	require.NoError(t, l.Run(context.Background()), "the run ends when the data runs out")
 	rep := l.Report()
 	assert.Equal(t, 7, rep.Steps, "30 prompts make 7 full batches of 4")
 	assert.Len(t, rep.Leftover, 2)

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
+	"github.com/sourcegraph/conc/pool"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
@@ -65,7 +66,8 @@ type Syncer struct {
 	// OnServed, if set, is called (from Run's goroutine) each time every
 	// sampler serves a new version.
 	OnServed func(policy.Version)
-	// Watchdog is the period of "still waiting" log lines (0 = 30s).
+	// Watchdog is the period of "still waiting" log lines (0 =
+	// rl.DefaultWatchdog).
 	Watchdog time.Duration
 	// Logger receives the watchdog's lines (nil = slog.Default()).
 	Logger *slog.Logger
@@ -89,12 +91,15 @@ func (s *Syncer) period() time.Duration {
 	if s.Watchdog > 0 {
 		return s.Watchdog
 	}
-	return 30 * time.Second
+	return rl.DefaultWatchdog
 }
 
 // Run loads each newest published version into every sampler until ctx
-// ends (it then returns nil) or a load fails for good (the error). Versions
-// published while a load runs are skipped in favour of the newest.
+// ends (it then returns nil) or a load fails for good (the error, naming
+// the lowest-numbered sampler that failed). Versions published while a load
+// runs are skipped in favour of the newest. The samplers load concurrently,
+// one goroutine each, all ended before the next version or Run's return; a
+// panic in a Loader is raised again on Run's goroutine with its stack.
 func (s *Syncer) Run(ctx context.Context) error {
 	if s.Registry == nil || len(s.Samplers) == 0 {
 		return fmt.Errorf("weights: Syncer needs a Registry and at least one sampler")
@@ -122,16 +127,17 @@ func (s *Syncer) load(ctx context.Context, ref policy.Ref) error {
 		s.logger().Warn("weights: samplers still loading", "version", ref.Version, "uri", ref.URI, "waited", w.Round(time.Millisecond))
 	})
 	defer dog.Stop()
+	// One goroutine per sampler, all waited for. Every load runs to its end
+	// even after another has failed, so no sampler is left with a load cut
+	// short; the lowest-numbered sampler's error is the one reported. A
+	// panic in a Loader is raised again here, with its stack, once every
+	// load has returned.
 	errs := make([]error, len(s.Samplers))
-	var wg sync.WaitGroup
+	p := pool.New().WithMaxGoroutines(len(s.Samplers))
 	for i, l := range s.Samplers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = s.loadOne(ctx, l, ref)
-		}()
+		p.Go(func() { errs[i] = s.loadOne(ctx, l, ref) })
 	}
-	wg.Wait()
+	p.Wait()
 	for i, err := range errs {
 		if err != nil {
 			return fmt.Errorf("weights: sampler %d: load version %d (%s): %w", i, ref.Version, ref.URI, err)

@@ -1,7 +1,10 @@
 // Package arithmetic is the addition task the embedded model is built for:
 // problems "What is 12 + 35?", a deterministic split into training and
 // held-out problems, the noisy pretraining corpus that gives the base model
-// the skill without the reliability, and the grading that rewards use.
+// the skill without the reliability, and the task's wiring, defined here
+// once for every job: the prompt tokens (EncodePrompt), the reward (Reward:
+// a correctness term and a format term), the training dataset (Dataset) and
+// held-out evaluation (Evaluate), graded by the reward's correctness term.
 //
 // The base model learns from lines such as
 //
@@ -17,8 +20,6 @@ package arithmetic
 import (
 	"fmt"
 	"math/rand/v2"
-	"regexp"
-	"strconv"
 	"strings"
 )
 
@@ -110,31 +111,6 @@ func (c CorpusConfig) Line(rng *rand.Rand, p Problem) string {
 		return fmt.Sprintf("%s The answer is %d.\n", p.Prompt(), ans)
 	}
 	return fmt.Sprintf("%s %d\n", p.Prompt(), ans)
-}
-
-var lastInt = regexp.MustCompile(`-?\d+`)
-
-// FinalInteger returns the last integer written in s.
-func FinalInteger(s string) (int, bool) {
-	m := lastInt.FindAllString(s, -1)
-	if len(m) == 0 {
-		return 0, false
-	}
-	n, err := strconv.Atoi(m[len(m)-1])
-	if err != nil {
-		return 0, false
-	}
-	return n, true
-}
-
-var terse = regexp.MustCompile(`^ -?\d+\n?$`)
-
-// Grade scores a completion of p's prompt: correct when its final integer is
-// the sum; terse when it is exactly " <integer>" (with an optional newline),
-// the format the reward's small format term prefers.
-func Grade(p Problem, completion string) (correct, wellFormed bool) {
-	n, ok := FinalInteger(completion)
-	return ok && n == p.Answer(), terse.MatchString(completion)
 }
 
 // ParsePrompt recovers the problem from a prompt written by Prompt.

@@ -3,17 +3,12 @@ package arithmetic
 import (
 	"context"
 	"fmt"
-	"sync"
+
+	"github.com/sourcegraph/conc/pool"
 
 	"github.com/tandemrl/tandem/policy"
 	"github.com/tandemrl/tandem/rl"
 )
-
-// Tokenizer turns text into token ids and back.
-type Tokenizer interface {
-	Encode(s string) ([]int, error)
-	Decode(ids []int) string
-}
 
 // EvalResult is a held-out evaluation.
 type EvalResult struct {
@@ -24,73 +19,68 @@ type EvalResult struct {
 	Version    policy.Version `json:"version"` // the oldest version that answered
 }
 
-// Evaluate draws one completion per problem with params (seeded per problem
-// from seed, so the same weights give the same result) and grades it.
-// prefix is prepended to every prompt's tokens (e.g. BOS). Calls run on up to
-// parallel goroutines.
-func Evaluate(ctx context.Context, s rl.Sampler, tok Tokenizer, prefix []int, problems []Problem, params rl.SamplingParams, seed int64, parallel int) (EvalResult, error) {
+// graded is one problem's evaluation.
+type graded struct {
+	correct, wellFormed bool
+	version             policy.Version
+}
+
+// Evaluate draws one completion per problem with params, its prompt written
+// by PromptTokens and its seed seed+i for problem i (so the same weights
+// give the same result), and grades it with Grade: accuracy is the share the
+// reward's correctness term scores 1. Up to parallel Sample calls run at
+// once (at least one); the first failure cancels the calls still running
+// and is returned, naming its problem. Every goroutine it starts has ended
+// when it returns.
+func Evaluate(ctx context.Context, s rl.Sampler, problems []Problem, params rl.SamplingParams, seed int64, parallel int) (EvalResult, error) {
 	res := EvalResult{Problems: len(problems), Version: -1}
 	if len(problems) == 0 {
 		return res, nil
 	}
-	parallel = max(1, min(parallel, len(problems)))
-	var (
-		mu       sync.Mutex
-		firstErr error
-		wg       sync.WaitGroup
-		next     int
-	)
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	for range parallel {
-		wg.Go(func() {
-			for {
-				mu.Lock()
-				i := next
-				next++
-				mu.Unlock()
-				if i >= len(problems) || ctx.Err() != nil {
-					return
-				}
-				p := problems[i]
-				ids, err := tok.Encode(p.Prompt())
-				if err == nil {
-					prompt := append(append([]int(nil), prefix...), ids...)
-					sp := params
-					sd := seed + int64(i)
-					sp.Seed = &sd
-					var out rl.SampleOutput
-					out, err = s.Sample(ctx, rl.Tokens(prompt), 1, sp)
-					if err == nil {
-						correct, terse := Grade(p, tok.Decode(out.Sequences[0].Tokens))
-						mu.Lock()
-						if correct {
-							res.Correct++
-						}
-						if terse {
-							res.WellFormed++
-						}
-						if res.Version < 0 || out.Version < res.Version {
-							res.Version = out.Version
-						}
-						mu.Unlock()
-						continue
-					}
-				}
-				mu.Lock()
-				if firstErr == nil {
-					firstErr = fmt.Errorf("arithmetic: evaluate %v: %w", p, err)
-				}
-				mu.Unlock()
-				cancel()
-				return
+	out := make([]graded, len(problems))
+	p := pool.New().WithContext(ctx).WithCancelOnError().WithFirstError().
+		WithMaxGoroutines(max(1, min(parallel, len(problems))))
+	for i, pr := range problems {
+		p.Go(func(ctx context.Context) error {
+			g, err := evalOne(ctx, s, pr, params, seed+int64(i))
+			if err != nil {
+				return fmt.Errorf("arithmetic: evaluate %v: %w", pr, err)
 			}
+			out[i] = g
+			return nil
 		})
 	}
-	wg.Wait()
-	if firstErr != nil {
-		return res, firstErr
+	if err := p.Wait(); err != nil {
+		return res, err
+	}
+	for _, g := range out {
+		if g.correct {
+			res.Correct++
+		}
+		if g.wellFormed {
+			res.WellFormed++
+		}
+		if res.Version < 0 || g.version < res.Version {
+			res.Version = g.version
+		}
 	}
 	res.Accuracy = float64(res.Correct) / float64(res.Problems)
 	return res, nil
+}
+
+// evalOne samples and grades one completion of p.
+func evalOne(ctx context.Context, s rl.Sampler, p Problem, params rl.SamplingParams, seed int64) (graded, error) {
+	if err := ctx.Err(); err != nil {
+		return graded{}, context.Cause(ctx)
+	}
+	params.Seed = &seed
+	o, err := s.Sample(ctx, rl.Tokens(p.PromptTokens()), 1, params)
+	if err != nil {
+		return graded{}, err
+	}
+	if len(o.Sequences) != 1 {
+		return graded{}, fmt.Errorf("sampler returned %d sequences for n = 1", len(o.Sequences))
+	}
+	c, f := Grade(p, Decode(o.Sequences[0].Tokens))
+	return graded{correct: c, wellFormed: f, version: o.Version}, nil
 }
