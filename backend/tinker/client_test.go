@@ -27,8 +27,8 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 const (
-	apiKey = "test-key-0123456789"
-	base   = "tiny-base"
+	apiKey = servertest.APIKey
+	base   = servertest.Base
 )
 
 // env is a tandem server over the fake backend, optionally behind a
@@ -42,19 +42,9 @@ type env struct {
 
 func newEnv(t *testing.T, wrap func(http.Handler) http.Handler, mod func(*tinker.Options)) *env {
 	t.Helper()
-	be := &servertest.Backend{}
-	srv, err := server.New(server.Config{
-		APIKeys: []string{apiKey}, PollWait: 100 * time.Millisecond,
-		Models: []server.ModelSpec{{Name: base, VocabSize: servertest.Vocab}},
-	}, server.Options{Backend: be})
-	require.NoError(t, err)
-	var h http.Handler = srv
-	if wrap != nil {
-		h = wrap(srv)
-	}
-	hs := httptest.NewServer(h)
+	s := servertest.NewServer(t, wrap)
 	opts := tinker.Options{
-		BaseURL: hs.URL, APIKey: apiKey, HTTPClient: hs.Client(),
+		BaseURL: s.HTTP.URL, APIKey: apiKey, HTTPClient: s.HTTP.Client(),
 		// The faults tests inject are finite, so retries never need to give
 		// up: no elapsed-time budget that a slow machine could exhaust.
 		RetryInitial: 5 * time.Millisecond, RetryMax: 20 * time.Millisecond, RetryMaxElapsed: time.Hour,
@@ -65,12 +55,8 @@ func newEnv(t *testing.T, wrap func(http.Handler) http.Handler, mod func(*tinker
 	}
 	c, err := tinker.New(context.Background(), opts)
 	require.NoError(t, err)
-	t.Cleanup(func() {
-		require.NoError(t, c.Close())
-		hs.Close()
-		require.NoError(t, srv.Close(context.Background()))
-	})
-	return &env{srv: srv, be: be, hs: hs, c: c}
+	t.Cleanup(func() { require.NoError(t, c.Close()) })
+	return &env{srv: s.Current(), be: s.Backend, hs: s.HTTP, c: c}
 }
 
 func datum(tokens ...int) rl.Datum {

@@ -149,7 +149,7 @@ func main() {
 	// Concurrency: hold many rollouts in flight at once.
 	if *concurrent > 0 && want("concurrent") {
 		cCfg := rl.Config{GroupsPerBatch: *concurrent, GroupSize: 1, Steps: 1, Workers: *concurrent, Watchdog: time.Hour}
-		cRep, err := runConcurrent(ctx, cCfg, *concurrent)
+		cRep, err := runConcurrent(ctx, cCfg, *concurrent, time.Minute)
 		check(err)
 		res.ConcurrentRollouts = cRep.PeakInFlight
 		res.ConcurrentSeconds = cRep.Elapsed.Seconds()
@@ -204,11 +204,13 @@ func run(ctx context.Context, cfg rl.Config, trainerT, samplerS time.Duration, t
 var lastRunCPU time.Duration
 
 // barrier holds every Sample call until target calls are in flight at
-// once (or a minute passes), then lets them all finish: a direct test that
-// the pipeline holds that many rollouts without error.
+// once (or, when giveUp > 0, until a call has waited that long), then lets
+// them all finish: a direct test that the pipeline holds that many rollouts
+// without error.
 type barrier struct {
 	rl.Sampler
 	target  int64
+	giveUp  time.Duration
 	n       atomic.Int64
 	peak    atomic.Int64
 	release chan struct{}
@@ -227,20 +229,29 @@ func (b *barrier) Sample(ctx context.Context, p rl.ModelInput, n int, sp rl.Samp
 	if cur >= b.target {
 		b.once.Do(func() { close(b.release) })
 	}
-	t := time.NewTimer(time.Minute)
-	defer t.Stop()
+	var expired <-chan time.Time // nil: wait for the target alone
+	if b.giveUp > 0 {
+		t := time.NewTimer(b.giveUp)
+		defer t.Stop()
+		expired = t.C
+	}
 	select {
 	case <-b.release:
-	case <-t.C:
+	case <-expired:
 	case <-ctx.Done():
 		return rl.SampleOutput{}, ctx.Err()
 	}
 	return b.Sampler.Sample(ctx, p, n, sp)
 }
 
-func runConcurrent(ctx context.Context, cfg rl.Config, target int) (loop.Report, error) {
+// runConcurrent runs one step whose target rollouts must all be in flight
+// at once. giveUp > 0 lets a rollout proceed after waiting that long for the
+// others (the command's safety net, so that a pipeline that cannot hold
+// target rollouts reports a smaller peak instead of hanging); 0 waits for
+// the target however long it takes.
+func runConcurrent(ctx context.Context, cfg rl.Config, target int, giveUp time.Duration) (loop.Report, error) {
 	tr := sim.NewTrainer(sim.TrainerConfig{NoOutputs: true})
-	s := &barrier{Sampler: sim.NewSampler(sim.SamplerConfig{Tokens: 1, Static: true}), target: int64(target), release: make(chan struct{})}
+	s := &barrier{Sampler: sim.NewSampler(sim.SamplerConfig{Tokens: 1, Static: true}), target: int64(target), giveUp: giveUp, release: make(chan struct{})}
 	items := make([]rollout.Problem, target)
 	score := reward.Func(func(context.Context, reward.Sample) (float64, error) { return 0, nil })
 	for i := range items {

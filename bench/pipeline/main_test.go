@@ -22,7 +22,7 @@ func TestRunShapes(t *testing.T) {
 		assert.Equal(t, 3, rep.Steps)
 		assert.LessOrEqual(t, maxSt, k)
 	}
-	rep, err := runConcurrent(ctx, rl.Config{GroupsPerBatch: 200, GroupSize: 1, Steps: 1, Workers: 200, Watchdog: time.Hour}, 200)
+	rep, err := runConcurrent(ctx, rl.Config{GroupsPerBatch: 200, GroupSize: 1, Steps: 1, Workers: 200, Watchdog: time.Hour}, 200, 0)
 	require.NoError(t, err)
 	assert.Equal(t, int64(200), rep.PeakInFlight, "the barrier holds every rollout in flight at once")
 }

@@ -1,7 +1,8 @@
 // Package servertest provides a small in-memory Backend for testing the
 // server and its clients: a fake trainer whose numbers are simple closed
 // forms (so tests can derive what to expect) and a fake sampler that
-// serves the versions the trainer saved.
+// serves the versions the trainer saved; a Store; and Server, a tandem
+// server over them on an httptest address, restartable.
 package servertest
 
 import (

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -13,20 +14,22 @@ import (
 	"github.com/tandemrl/tandem/backend/tinker/resilient"
 	"github.com/tandemrl/tandem/policy"
 	"github.com/tandemrl/tandem/rl"
+	"github.com/tandemrl/tandem/server/servertest"
 )
 
 // TestSamplerRecoversItsVersion: after a restart the sampler reopens its
 // session on the adapter it served and keeps reporting that version; calls
-// that fail together share one recovery.
+// that fail together share one recovery, whether the server is back at
+// once or drops requests first.
 func TestSamplerRecoversItsVersion(t *testing.T) {
 	t.Parallel()
 	for _, drops := range []int{0, 3} {
 		t.Run(map[int]string{0: "back at once", 3: "back after dropped requests"}[drops], func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
-			f := newFake(t)
+			s := servertest.NewServer(t, nil)
 			var l logs
-			opts := f.options(&l)
+			opts := options(s, &l)
 			tr, err := resilient.NewTrainer(ctx, opts)
 			require.NoError(t, err)
 			defer tr.Close()
@@ -43,7 +46,7 @@ func TestSamplerRecoversItsVersion(t *testing.T) {
 			before, err := smp.Sample(ctx, prompt, 2, p)
 			require.NoError(t, err)
 			require.Equal(t, policy.Version(1), before.Version)
-			f.restart(drops)
+			s.Restart(drops)
 
 			const calls = 8
 			var wg sync.WaitGroup
@@ -59,6 +62,7 @@ func TestSamplerRecoversItsVersion(t *testing.T) {
 				assert.Equal(t, before.Sequences[0].Logprobs, outs[i].Sequences[0].Logprobs, "the same weights after the restart")
 			}
 			assert.Equal(t, 1, smp.Recoveries(), "concurrent calls share one recovery")
+			assert.Equal(t, drops, s.Drops(), "the calls found the server away for all the dropped requests")
 			assert.Contains(t, l.String(), "resilient: sampler lost its session; recovering")
 			assert.NotContains(t, l.String(), "e2e:")
 		})
@@ -71,20 +75,16 @@ func TestSamplerRecoversItsVersion(t *testing.T) {
 func TestSamplerPassesCallErrorsThrough(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	f := newFake(t)
-	smp, err := resilient.NewSampler(ctx, f.options(nil))
+	var refusing atomic.Bool
+	s := servertest.NewServer(t, refuse("asample", &refusing))
+	smp, err := resilient.NewSampler(ctx, options(s, nil))
 	require.NoError(t, err)
 	defer smp.Close()
 	err = smp.Load(ctx, policy.Ref{URI: "tinker://nobody/sampler_weights/nothing"})
 	require.Error(t, err)
 	assert.Zero(t, smp.Recoveries())
 
-	f.setHook(func(endpoint string) int {
-		if endpoint == "asample" {
-			return http.StatusBadRequest
-		}
-		return 0
-	})
+	refusing.Store(true)
 	_, err = smp.Sample(ctx, rl.Tokens([]int{1}), 1, rl.SamplingParams{MaxTokens: 1})
 	var se *tinker.StatusError
 	require.ErrorAs(t, err, &se)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -12,9 +13,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/tandemrl/tandem/backend/tinker"
 	"github.com/tandemrl/tandem/backend/tinker/resilient"
 	"github.com/tandemrl/tandem/policy"
 	"github.com/tandemrl/tandem/rl"
+	"github.com/tandemrl/tandem/server/servertest"
 	"github.com/tandemrl/tandem/sync/serial"
 )
 
@@ -43,9 +46,9 @@ func TestTrainerReplaysExactly(t *testing.T) {
 			t.Run(fmt.Sprintf("save every %d, %d requests dropped", every, drops), func(t *testing.T) {
 				t.Parallel()
 				ctx := context.Background()
-				f := newFake(t)
+				s := servertest.NewServer(t, nil)
 				var l logs
-				opts := f.options(&l)
+				opts := options(s, &l)
 				opts.SaveEvery = every
 				tr, err := resilient.NewTrainer(ctx, opts)
 				require.NoError(t, err)
@@ -59,7 +62,7 @@ func TestTrainerReplaysExactly(t *testing.T) {
 					_, err := tr.ForwardBackward(ctx, []rl.Datum{datum(tokens)}, crossEntropy).Wait(ctx)
 					require.NoError(t, err)
 					if i == 5 {
-						f.restart(drops) // the forward_backward is lost with the server
+						s.Restart(drops) // the forward_backward is lost with the server
 					}
 					out, err := tr.OptimStep(ctx, rl.AdamParams{LearningRate: lr}).Wait(ctx)
 					require.NoError(t, err)
@@ -68,14 +71,15 @@ func TestTrainerReplaysExactly(t *testing.T) {
 					require.NoError(t, err)
 					assert.Equal(t, policy.Version(i), ref.Version)
 					if i == 2 {
-						f.restart(drops)
+						s.Restart(drops)
 					}
 				}
 				assert.Equal(t, 2, tr.Recoveries())
-				theta, v := f.state(t, tr)
+				assert.Equal(t, 2*drops, s.Drops(), "the client found the server away for all the dropped requests")
+				theta, v := state(t, s, tr)
 				assert.InDelta(t, want, theta, 1e-12, "every step applied exactly once")
 				assert.Equal(t, int64(n), v)
-				assert.True(t, f.be.Trainer(tr.ModelID()).LoadedOptimizer(), "the state was resumed with its optimizer")
+				assert.True(t, s.Backend.Trainer(tr.ModelID()).LoadedOptimizer(), "the state was resumed with its optimizer")
 				out := l.String()
 				assert.Contains(t, out, "resilient: trainer lost its model; recovering")
 				assert.Contains(t, out, "resilient: trainer recovered")
@@ -92,24 +96,25 @@ func TestTrainerReplaysExactly(t *testing.T) {
 func TestTrainerQueuesWithoutBlocking(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	f := newFake(t)
-	opts := f.options(nil)
+	arrived, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	s := servertest.NewServer(t, func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/api/v1/forward_backward" {
+				once.Do(func() {
+					close(arrived)
+					<-release
+				})
+			}
+			next.ServeHTTP(w, r)
+		})
+	})
+	opts := options(s, nil)
 	opts.SaveEvery = 2 // the step stays in the journal
 	tr, err := resilient.NewTrainer(ctx, opts)
 	require.NoError(t, err)
 	defer tr.Close()
 
-	arrived, release := make(chan struct{}), make(chan struct{})
-	var once sync.Once
-	f.setHook(func(endpoint string) int {
-		if endpoint == "forward_backward" {
-			once.Do(func() {
-				close(arrived)
-				<-release
-			})
-		}
-		return 0
-	})
 	held := tr.ForwardBackward(ctx, []rl.Datum{datum(2)}, crossEntropy)
 	<-arrived
 	cause := errors.New("the caller left")
@@ -130,14 +135,14 @@ func TestTrainerQueuesWithoutBlocking(t *testing.T) {
 	ref, err := save.Wait(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, policy.Version(1), ref.Version)
-	theta, _ := f.state(t, tr)
+	theta, _ := state(t, s, tr)
 	assert.InDelta(t, 2.0, theta, 1e-12, "only the held call's 2 tokens")
 
 	// The journal holds the held call and the step, not the skipped call.
-	f.restart(0)
+	s.Restart(0)
 	assert.Equal(t, policy.Version(2), step(t, tr, 3, 1))
 	assert.Equal(t, 1, tr.Recoveries())
-	theta, v := f.state(t, tr)
+	theta, v := state(t, s, tr)
 	assert.InDelta(t, 2.0+3.0, theta, 1e-12)
 	assert.Equal(t, int64(2), v)
 }
@@ -148,8 +153,8 @@ func TestTrainerQueuesWithoutBlocking(t *testing.T) {
 func TestTrainerPassesCallErrorsThrough(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	f := newFake(t)
-	tr, err := resilient.NewTrainer(ctx, f.options(nil))
+	s := servertest.NewServer(t, nil)
+	tr, err := resilient.NewTrainer(ctx, options(s, nil))
 	require.NoError(t, err)
 	defer tr.Close()
 	_, err = tr.LoadState(ctx, policy.Ref{URI: "tinker://nobody/weights/nothing"}, true).Wait(ctx)
@@ -164,21 +169,15 @@ func TestTrainerPassesCallErrorsThrough(t *testing.T) {
 func TestTrainerFailedRecoveryIsRetried(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	f := newFake(t)
-	tr, err := resilient.NewTrainer(ctx, f.options(nil))
+	var refusing atomic.Bool
+	s := servertest.NewServer(t, refuse("create_model", &refusing))
+	tr, err := resilient.NewTrainer(ctx, options(s, nil))
 	require.NoError(t, err)
 	defer tr.Close()
 	require.Equal(t, policy.Version(1), step(t, tr, 3, 0.5))
 
-	var refuse atomic.Bool
-	refuse.Store(true)
-	f.setHook(func(endpoint string) int {
-		if endpoint == "create_model" && refuse.Load() {
-			return http.StatusBadRequest
-		}
-		return 0
-	})
-	f.restart(0)
+	refusing.Store(true)
+	s.Restart(0)
 	_, err = tr.OptimStep(ctx, rl.AdamParams{LearningRate: 1}).Wait(ctx)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "recovery failed")
@@ -186,10 +185,10 @@ func TestTrainerFailedRecoveryIsRetried(t *testing.T) {
 	assert.Empty(t, tr.ModelID(), "no model after a failed recovery")
 	assert.Equal(t, 1, tr.Recoveries())
 
-	refuse.Store(false)
+	refusing.Store(false)
 	assert.Equal(t, policy.Version(2), step(t, tr, 3, 0.25), "the failed step was not applied")
 	assert.Equal(t, 2, tr.Recoveries())
-	theta, v := f.state(t, tr)
+	theta, v := state(t, s, tr)
 	assert.InDelta(t, 0.5*3+0.25*3, theta, 1e-12)
 	assert.Equal(t, int64(2), v)
 }
@@ -199,30 +198,24 @@ func TestTrainerFailedRecoveryIsRetried(t *testing.T) {
 func TestTrainerAutoSaveFailureIsLogged(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	f := newFake(t)
+	var refusing atomic.Bool
+	s := servertest.NewServer(t, refuse("save_weights", &refusing))
 	var l logs
-	tr, err := resilient.NewTrainer(ctx, f.options(&l))
+	tr, err := resilient.NewTrainer(ctx, options(s, &l))
 	require.NoError(t, err)
 	defer tr.Close()
 
-	var refuse atomic.Bool
-	refuse.Store(true)
-	f.setHook(func(endpoint string) int {
-		if endpoint == "save_weights" && refuse.Load() {
-			return http.StatusBadRequest
-		}
-		return 0
-	})
+	refusing.Store(true)
 	assert.Equal(t, policy.Version(1), step(t, tr, 2, 1))
 	assert.Contains(t, l.String(), "resilient: auto save failed")
-	refuse.Store(false)
+	refusing.Store(false)
 
-	f.restart(0)
+	s.Restart(0)
 	assert.Equal(t, policy.Version(2), step(t, tr, 3, 1))
-	theta, v := f.state(t, tr)
+	theta, v := state(t, s, tr)
 	assert.InDelta(t, 2.0+3.0, theta, 1e-12, "the unsaved step was replayed")
 	assert.Equal(t, int64(2), v)
-	assert.False(t, f.be.Trainer(tr.ModelID()).LoadedOptimizer(), "nothing saved to resume from: a fresh model")
+	assert.False(t, s.Backend.Trainer(tr.ModelID()).LoadedOptimizer(), "nothing saved to resume from: a fresh model")
 	assert.NotContains(t, l.String(), "e2e:")
 }
 
@@ -231,8 +224,8 @@ func TestTrainerAutoSaveFailureIsLogged(t *testing.T) {
 func TestTrainerCloseDrains(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	f := newFake(t)
-	tr, err := resilient.NewTrainer(ctx, f.options(nil))
+	s := servertest.NewServer(t, nil)
+	tr, err := resilient.NewTrainer(ctx, options(s, nil))
 	require.NoError(t, err)
 	id := tr.ModelID()
 	fb := tr.ForwardBackward(ctx, []rl.Datum{datum(4)}, crossEntropy)
@@ -248,11 +241,33 @@ func TestTrainerCloseDrains(t *testing.T) {
 	st, err := op.Wait(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, policy.Version(1), st.Version)
-	theta, _ := f.be.Trainer(id).State()
+	theta, _ := s.Backend.Trainer(id).State()
 	assert.InDelta(t, 4.0, theta, 1e-12)
 
 	_, err = tr.OptimStep(ctx, rl.AdamParams{}).Wait(ctx)
 	require.ErrorIs(t, err, serial.ErrClosed)
 	assert.Empty(t, tr.ModelID())
 	require.NoError(t, tr.Close(), "Close is idempotent")
+}
+
+// TestRecoverable: the errors that may mean the server lost the client's
+// model, session or future are recovered from; the call's own are not.
+func TestRecoverable(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		err  error
+		want bool
+	}{
+		{nil, false},
+		{&tinker.ConnError{Method: "POST", Path: "/x", Err: io.EOF}, true},
+		{&tinker.StatusError{Status: http.StatusNotFound}, true},
+		{&tinker.StatusError{Status: http.StatusServiceUnavailable}, true},
+		{&tinker.StatusError{Status: http.StatusBadRequest}, false},
+		{&tinker.RequestFailedError{Message: "bad loss", Category: "user"}, false},
+		{tinker.ErrFutureExpired, true},
+		{context.Canceled, false},
+	}
+	for _, c := range cases {
+		assert.Equal(t, c.want, resilient.Recoverable(c.err), "%v", c.err)
+	}
 }
