@@ -16,6 +16,7 @@ import (
 	"github.com/tandemrl/tandem/backend/local"
 	"github.com/tandemrl/tandem/checkpoint"
 	"github.com/tandemrl/tandem/engine"
+	"github.com/tandemrl/tandem/engine/enginetest"
 	"github.com/tandemrl/tandem/policy"
 	"github.com/tandemrl/tandem/rl"
 )
@@ -214,16 +215,14 @@ func TestLoopStopsAndValidates(t *testing.T) {
 func TestSFTReducesLoss(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	cfg := engine.Config{Vocab: engine.VocabSize, Dim: 16, Layers: 1, Heads: 2, Hidden: 32, Context: 32}
-	base, err := engine.NewModel[float32](cfg, 5)
-	require.NoError(t, err)
+	base := enginetest.Model(t, 1, 32, 5)
 	tr, err := local.NewTrainer(base, local.TrainerOptions{Run: "sft"})
 	require.NoError(t, err)
 	defer tr.Close()
 
 	exs := []Example{{Prompt: "1+1=", Completion: "2"}, {Prompt: "2+2=", Completion: "4"},
 		{Prompt: "3+3=", Completion: "6"}, {Prompt: "4+4=", Completion: "8"}}
-	data, err := Datums(engine.Tokenizer{}, exs, Format{Prefix: []int{engine.BOS}, Suffix: []int{engine.Newline}, MaxTokens: cfg.Context})
+	data, err := Datums(engine.Tokenizer{}, exs, Format{Prefix: []int{engine.BOS}, Suffix: []int{engine.Newline}, MaxTokens: base.Config.Context})
 	require.NoError(t, err)
 	before, err := Loss(ctx, tr, data)
 	require.NoError(t, err)
@@ -251,9 +250,7 @@ func TestSFTReducesLoss(t *testing.T) {
 func TestResumeIsExact(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	cfg := engine.Config{Vocab: engine.VocabSize, Dim: 16, Layers: 1, Heads: 2, Hidden: 32, Context: 32}
-	base, err := engine.NewModel[float32](cfg, 9)
-	require.NoError(t, err)
+	base := enginetest.Model(t, 1, 32, 9)
 	store, err := checkpoint.Open(t.TempDir())
 	require.NoError(t, err)
 	newTrainer := func() *local.Trainer {

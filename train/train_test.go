@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tandemrl/tandem/engine"
+	"github.com/tandemrl/tandem/engine/enginetest"
 	"github.com/tandemrl/tandem/engine/safetensors"
 	"github.com/tandemrl/tandem/rl/algo"
 	"github.com/tandemrl/tandem/runlog"
@@ -85,9 +86,7 @@ func FuzzParseConfig(f *testing.F) {
 // tinyBase writes a small random base model to a temp file.
 func tinyBase(t *testing.T) string {
 	t.Helper()
-	cfg := engine.Config{Vocab: engine.VocabSize, Dim: 16, Layers: 1, Heads: 2, Hidden: 32, Context: 48}
-	m, err := engine.NewModel[float32](cfg, 3)
-	require.NoError(t, err)
+	m := enginetest.Model(t, 1, 48, 3)
 	path := filepath.Join(t.TempDir(), "tiny.safetensors")
 	require.NoError(t, engine.SaveBase(path, m, safetensors.F32))
 	return path

@@ -13,6 +13,7 @@ import (
 
 	"github.com/tandemrl/tandem/checkpoint"
 	"github.com/tandemrl/tandem/engine"
+	"github.com/tandemrl/tandem/engine/enginetest"
 	"github.com/tandemrl/tandem/policy"
 	"github.com/tandemrl/tandem/rl"
 )
@@ -21,10 +22,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func tinyBase(t *testing.T) *engine.Model[float32] {
 	t.Helper()
-	cfg := engine.Config{Vocab: engine.VocabSize, Dim: 16, Layers: 2, Heads: 2, Hidden: 32, Context: 32}
-	m, err := engine.NewModel[float32](cfg, 7)
-	require.NoError(t, err)
-	return m
+	return enginetest.Model(t, 2, 32, 7)
 }
 
 // ceDatum makes a cross-entropy datum teaching "hello".

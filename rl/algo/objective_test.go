@@ -12,16 +12,14 @@ import (
 
 	"github.com/tandemrl/tandem/backend/local"
 	"github.com/tandemrl/tandem/engine"
+	"github.com/tandemrl/tandem/engine/enginetest"
 	"github.com/tandemrl/tandem/rl"
 	"github.com/tandemrl/tandem/rl/algo"
 )
 
 func tinyBase(t *testing.T) *engine.Model[float32] {
 	t.Helper()
-	cfg := engine.Config{Vocab: engine.VocabSize, Dim: 16, Layers: 1, Heads: 2, Hidden: 32, Context: 32}
-	m, err := engine.NewModel[float32](cfg, 11)
-	require.NoError(t, err)
-	return m
+	return enginetest.Model(t, 1, 32, 11)
 }
 
 func newTrainer(t *testing.T, base *engine.Model[float32]) *local.Trainer {

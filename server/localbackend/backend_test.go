@@ -11,6 +11,7 @@ import (
 	"github.com/tandemrl/tandem/backend/local"
 	"github.com/tandemrl/tandem/checkpoint"
 	"github.com/tandemrl/tandem/engine"
+	"github.com/tandemrl/tandem/engine/enginetest"
 	"github.com/tandemrl/tandem/policy"
 	"github.com/tandemrl/tandem/rl"
 	"github.com/tandemrl/tandem/server"
@@ -23,10 +24,7 @@ const baseName = "tiny"
 
 func tinyBase(t *testing.T) *engine.Model[float32] {
 	t.Helper()
-	cfg := engine.Config{Vocab: engine.VocabSize, Dim: 16, Layers: 2, Heads: 2, Hidden: 32, Context: 32}
-	m, err := engine.NewModel[float32](cfg, 7)
-	require.NoError(t, err)
-	return m
+	return enginetest.Model(t, 2, 32, 7)
 }
 
 func newBackend(t *testing.T, base *engine.Model[float32], st *checkpoint.Store) *Backend {
