@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 
 	"github.com/tandemrl/tandem/policy"
 	"github.com/tandemrl/tandem/rl"
@@ -32,6 +33,13 @@ type Buffer struct {
 	reserve int // places granted to waiting putters, not yet used
 	takeDst []rl.Group
 	expired []rl.Group
+
+	// refill holds the workers that found the dataset empty (AwaitRefill);
+	// refills counts the over-stale groups handed to onStale so far, and
+	// handing those taken out under the lock and not yet handed over.
+	refill  waitq.Queue[bool]
+	refills atomic.Uint64
+	handing int
 }
 
 // New returns an empty buffer. onStale, if not nil, receives every group
@@ -109,7 +117,7 @@ func (b *Buffer) Put(ctx context.Context, g rl.Group) error {
 	b.mu.Unlock()
 	wk.Wake()
 	if stale && b.stale != nil {
-		b.stale(g)
+		b.handOver([]rl.Group{g})
 	}
 	return err
 }
@@ -129,7 +137,7 @@ func (b *Buffer) PutAdmit(ctx context.Context, g rl.Group) (next policy.Version,
 	if stale && b.stale != nil {
 		b.mu.Unlock()
 		wk.Wake()
-		b.stale(g)
+		b.handOver([]rl.Group{g})
 		next, err = b.Admit(ctx)
 		return next, true, err
 	}
@@ -157,6 +165,9 @@ func (b *Buffer) put1(ctx context.Context, g *rl.Group, wk *waitq.Wakes) (stale 
 		b.reserve--
 	}
 	stale = b.core.Put(*g)
+	if stale && b.stale != nil {
+		b.handing++ // on its way back: the data has not run out
+	}
 	b.wakeLocked(wk)
 	return stale, nil
 }
@@ -197,15 +208,24 @@ func (b *Buffer) Take(ctx context.Context, step policy.Version, dst []rl.Group) 
 	b.mu.Lock()
 	b.expired = b.core.Expire(step, b.expired[:0])
 	if n := len(b.expired); n > 0 {
+		if b.stale != nil {
+			b.handing += n
+		}
 		b.wakeLocked(&wk) // discarded groups freed places
 		exp := append([]rl.Group(nil), b.expired...)
 		b.mu.Unlock()
 		wk.Wake()
-		b.handStale(exp)
+		if b.stale != nil {
+			b.handOver(exp)
+		}
 		b.mu.Lock()
 	}
-	if b.core.CanTake() {
-		dst = b.core.Take(dst)
+	if b.core.CanTake() || (b.core.Len() > 0 && b.exhaustedLocked()) {
+		if b.core.CanTake() {
+			dst = b.core.Take(dst)
+		} else {
+			dst = b.core.TakeRest(dst) // the data ran out: the last, short batch
+		}
 		b.wakeLocked(&wk)
 		b.mu.Unlock()
 		wk.Wake()
@@ -233,13 +253,73 @@ func (b *Buffer) Take(ctx context.Context, step policy.Version, dst []rl.Group) 
 	return got, nil
 }
 
-func (b *Buffer) handStale(gs []rl.Group) {
-	if b.stale == nil {
-		return
-	}
+// handOver hands gs, removed as over-stale and counted in b.handing, to
+// onStale; then it counts them as refills and wakes the workers waiting in
+// AwaitRefill: with requeue, their prompts are back in the dataset.
+func (b *Buffer) handOver(gs []rl.Group) {
 	for _, g := range gs {
 		b.stale(g)
 	}
+	var wk waitq.Wakes
+	b.mu.Lock()
+	b.handing -= len(gs)
+	b.refills.Add(uint64(len(gs)))
+	for b.refill.Defer(true, &wk) {
+	}
+	b.wakeLocked(&wk)
+	b.mu.Unlock()
+	wk.Wake()
+}
+
+// Refills returns how many over-stale groups have been handed to onStale
+// so far (with requeue: how many prompts went back to the dataset). A
+// rollout worker reads it before it asks the dataset for a problem, and
+// passes it to AwaitRefill if the dataset had none.
+func (b *Buffer) Refills() uint64 { return b.refills.Load() }
+
+// AwaitRefill is called by a rollout worker that found the dataset empty,
+// having released its admission (Fail), with the Refills count it read
+// before asking. With requeue, an over-stale group may still send its prompt
+// back to the dataset while rollouts run or groups are held, so the worker
+// waits: AwaitRefill returns true once a prompt has come back since seen
+// (ask the dataset again), and false once nothing can come back any more —
+// no rollout is running, nothing is on its way back, and the learner has
+// taken what was held (the last batch may be short: see Take) — or the
+// buffer is closed. ctx's cause is returned if ctx ends first. Under drop
+// and pace nothing comes back, and it returns false at once.
+func (b *Buffer) AwaitRefill(ctx context.Context, seen uint64) (bool, error) {
+	if b.core.Config().Policy != rl.Requeue || b.stale == nil {
+		return false, nil
+	}
+	var wk waitq.Wakes
+	b.mu.Lock()
+	if b.refills.Load() != seen {
+		b.mu.Unlock()
+		return true, nil
+	}
+	if b.closed {
+		b.mu.Unlock()
+		return false, nil
+	}
+	w := b.refill.Push()
+	b.wakeLocked(&wk) // a worker more at the end may complete the exhaustion
+	b.mu.Unlock()
+	wk.Wake()
+	more, _, err := b.refill.Wait(ctx, &b.mu, w)
+	if err != nil {
+		b.mu.Unlock() // Wait returns holding the lock; a grant needs no undo
+		return false, err
+	}
+	return more, nil
+}
+
+// exhaustedLocked reports whether, with requeue, the data has run out for
+// good: a worker waits in AwaitRefill (it found the dataset empty, and no
+// prompt came back since, or it would have been woken), no rollout is
+// running, and no over-stale group is on its way back. Only what is held
+// remains to be trained.
+func (b *Buffer) exhaustedLocked() bool {
+	return b.refill.Len() > 0 && b.core.Running() == 0 && b.handing == 0
 }
 
 // drainedLocked: closed, nothing running, and not enough to fill a batch.
@@ -258,15 +338,24 @@ func (b *Buffer) wakeLocked(wk *waitq.Wakes) {
 		case b.core.CanTake():
 			b.taker.Defer(b.core.Take(b.takeDst), wk)
 			b.takeDst = nil
-		case b.drainedLocked():
-			b.taker.Defer(nil, wk)
+		case b.core.Len() > 0 && b.exhaustedLocked():
+			b.taker.Defer(b.core.TakeRest(b.takeDst), wk) // the last, short batch
+			b.takeDst = nil
 		}
+	}
+	if !b.closed && b.core.Len() == 0 && b.exhaustedLocked() {
+		b.closed = true // nothing held, running or coming back: the data ran out
+	}
+	if b.taker.Len() > 0 && b.drainedLocked() {
+		b.taker.Defer(nil, wk)
 	}
 	for b.put.Len() > 0 && b.core.Len()+b.reserve < b.core.Limit() {
 		b.reserve++
 		b.put.Defer(struct{}{}, wk)
 	}
 	if b.closed {
+		for b.refill.Defer(false, wk) {
+		}
 		for b.admit.Defer(-1, wk) {
 		}
 		return

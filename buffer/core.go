@@ -292,6 +292,23 @@ func (c *Core) Take(dst []rl.Group) []rl.Group {
 	return dst
 }
 
+// TakeRest moves every held group to dst as one short batch, the last of
+// a run whose data has run out (see Buffer.AwaitRefill), and returns it. The
+// caller must have called Expire for the learner's version. With nothing
+// held it takes nothing and records no step.
+func (c *Core) TakeRest(dst []rl.Group) []rl.Group {
+	if c.gate.TakeRest() == 0 {
+		return dst
+	}
+	for len(c.ready) > 0 {
+		q := c.ready[0]
+		dst = append(dst, q.gs[q.head:]...)
+		c.release(0)
+	}
+	c.st.Held = 0
+	return dst
+}
+
 // Drain removes every held group and appends it to dst (for shutdown).
 func (c *Core) Drain(dst []rl.Group) []rl.Group {
 	for len(c.ready) > 0 {

@@ -19,7 +19,9 @@ const (
 	// Drop discards an over-stale group and counts it.
 	Drop StalePolicy = "drop"
 	// Requeue hands an over-stale group's prompt back to the dataset to be
-	// sampled again, and counts it.
+	// sampled again, and counts it. At the end of a finite dataset the
+	// rollout workers wait while a prompt may still come back, and the last
+	// batch may be short, so that every prompt handed out is trained.
 	Requeue StalePolicy = "requeue"
 )
 

@@ -34,6 +34,18 @@ type PutAdmitter interface {
 	PutAdmit(ctx context.Context, g rl.Group) (next policy.Version, accepted bool, err error)
 }
 
+// Refiller is an optional extension of Sink for datasets that get problems
+// back (requeue): a worker that finds the dataset empty waits in
+// AwaitRefill, instead of stopping, while a problem may still come back.
+// Refills counts the problems handed back so far; a worker reads it before
+// it asks the dataset, and AwaitRefill(ctx, seen) returns true once the
+// count has moved past seen (ask again) and false once nothing can come
+// back any more. buffer.Buffer implements it.
+type Refiller interface {
+	Refills() uint64
+	AwaitRefill(ctx context.Context, seen uint64) (bool, error)
+}
+
 // ErrTooManyFailures stops the workers after FailureLimit rollouts in a row
 // failed.
 var ErrTooManyFailures = errors.New("rollout: too many rollouts failed in a row")
@@ -68,7 +80,8 @@ func (w *Workers) Failed() int64 { return w.failed.Load() }
 func (w *Workers) Abandoned() int64 { return w.dropped.Load() }
 
 // Run starts the workers and returns when all have stopped: when the
-// dataset is exhausted (nil), the Sink stops admitting (nil), ctx ends
+// dataset is exhausted (nil; with a Refiller Sink, once nothing can come
+// back to it either), the Sink stops admitting (nil), ctx ends
 // (nil: the caller knows why), or the failure limit is reached
 // (ErrTooManyFailures, and the other workers are cancelled). Every
 // goroutine it starts has ended when it returns.
@@ -93,15 +106,31 @@ func (w *Workers) work(ctx context.Context) error {
 		limit = rl.DefaultFailureLimit
 	}
 	pa, _ := w.Sink.(PutAdmitter)
+	rf, _ := w.Sink.(Refiller)
 	admitted, admitErr := w.Sink.Admit(ctx)
 	for admitErr == nil { // else closed or cancelled: a clean stop
+		var seen uint64
+		if rf != nil {
+			seen = rf.Refills()
+		}
 		prob, err := w.Dataset.Next(ctx)
 		if err != nil {
 			w.Sink.Fail(admitted)
-			if errors.Is(err, io.EOF) || ctx.Err() != nil {
+			if ctx.Err() != nil {
 				return nil
 			}
-			return fmt.Errorf("rollout: dataset: %w", err)
+			if !errors.Is(err, io.EOF) {
+				return fmt.Errorf("rollout: dataset: %w", err)
+			}
+			if rf == nil {
+				return nil
+			}
+			// The dataset is empty, but with requeue a problem may come back.
+			if more, err := rf.AwaitRefill(ctx, seen); err != nil || !more {
+				return nil
+			}
+			admitted, admitErr = w.Sink.Admit(ctx)
+			continue
 		}
 		g, err := w.Runner.Rollout(ctx, prob)
 		if err != nil {

@@ -177,19 +177,22 @@ func (ln *learner) train(ctx context.Context, groups []rl.Group, name string) (S
 			return m, nil, fmt.Errorf("loop: algorithm: prepare: %w", err)
 		}
 	}
-	per := len(groups) / cfg.Substeps
+	// A batch is GroupsPerBatch groups, which Substeps divides; only the
+	// last batch of a run whose data ran out (requeue) may be short, and it
+	// is split as evenly as its groups allow.
+	subs := min(cfg.Substeps, len(groups))
 	var saved *rl.Future[policy.Ref]
 	var gapSum float64
 	var gapN int
-	for sub := range cfg.Substeps {
-		part := groups[sub*per : (sub+1)*per]
+	for sub := range subs {
+		part := groups[sub*len(groups)/subs : (sub+1)*len(groups)/subs]
 		batch, err := l.deps.Algorithm.Batch(ctx, l.deps.Trainer, ln.version, part)
 		if err != nil {
 			return m, nil, fmt.Errorf("loop: algorithm: %w", err)
 		}
 		fb := l.deps.Trainer.ForwardBackward(ctx, batch.Datums, batch.Loss)
 		op := l.deps.Trainer.OptimStep(ctx, cfg.Adam)
-		if sub == cfg.Substeps-1 {
+		if sub == subs-1 {
 			saved = l.deps.Trainer.SaveForSampler(ctx, name)
 		}
 		v := ln.version
@@ -224,7 +227,7 @@ func (ln *learner) train(ctx context.Context, groups []rl.Group, name string) (S
 			m.Metrics[k] += v
 		}
 		for k, v := range batch.Metrics {
-			m.Metrics[k] += v / float64(cfg.Substeps)
+			m.Metrics[k] += v / float64(subs)
 		}
 		if om, ok := l.deps.Algorithm.(rl.OutputMetrics); ok {
 			extra, err := om.OutputMetrics(fbOut)
@@ -232,7 +235,7 @@ func (ln *learner) train(ctx context.Context, groups []rl.Group, name string) (S
 				return m, nil, fmt.Errorf("loop: algorithm: output metrics: %w", err)
 			}
 			for k, v := range extra {
-				m.Metrics[k] += v / float64(cfg.Substeps)
+				m.Metrics[k] += v / float64(subs)
 			}
 		}
 	}

@@ -143,7 +143,8 @@ var errLearnerDone = errors.New("loop: learner stopped")
 // Run publishes the trainer's current version, starts the weight sync, the
 // rollout workers and the observer, and runs the learner until Config.Steps
 // steps are done (nil), the dataset is exhausted and no full batch remains
-// (nil), ctx ends (context.Cause(ctx)), or a part fails (its error). Every
+// (nil; with requeue, once nothing can come back to the dataset and the
+// groups left have been trained as a last, short batch), ctx ends (context.Cause(ctx)), or a part fails (its error). Every
 // goroutine it starts has ended when it returns. A Loop runs once.
 func (l *Loop) Run(ctx context.Context) (err error) {
 	l.mu.Lock()

@@ -302,7 +302,25 @@ func (c *Core) Take() {
 	if c.ready < need {
 		panic(fmt.Sprintf("staleness: Take with %d ready groups; a batch needs %d", c.ready, need))
 	}
-	for i := 0; need > 0; {
+	c.take(need)
+}
+
+// TakeRest records that the learner took every ready group as one short
+// batch: the end of the data, when no more groups can arrive (requeue at
+// the end of a finite dataset). It returns how many it took; with none
+// ready it records nothing and returns 0. The learner's target version
+// advances by one step, as for Take.
+func (c *Core) TakeRest() int64 {
+	n := c.ready
+	if n > 0 {
+		c.take(n)
+	}
+	return n
+}
+
+// take records a batch of the n earliest-admitted ready groups.
+func (c *Core) take(n int64) {
+	for i, need := 0, n; need > 0; {
 		take := min(c.buckets[i].ready, need)
 		c.buckets[i].ready -= take
 		need -= take
@@ -312,10 +330,9 @@ func (c *Core) Take() {
 		}
 		i++
 	}
-	b := int64(c.cfg.GroupsPerBatch)
-	c.ready -= b
-	c.untrained -= b
-	c.st.Trained += b
+	c.ready -= n
+	c.untrained -= n
+	c.st.Trained += n
 	c.st.Steps++
 }
 

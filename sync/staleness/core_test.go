@@ -351,3 +351,30 @@ func TestPaceProperty(t *testing.T) {
 		require.Greater(t, steps, 3, "seed %d: the pipeline made progress", seed)
 	}
 }
+
+// TakeRest takes every ready group as one short batch, and nothing (no
+// step) when none is ready.
+func TestTakeRest(t *testing.T) {
+	t.Parallel()
+	c, err := NewCore(Config{MaxStaleness: 1, GroupsPerBatch: 4})
+	require.NoError(t, err)
+	c.Serve(0)
+	assert.Zero(t, c.TakeRest())
+	assert.Zero(t, c.Stats().Steps)
+	for range 3 {
+		v, ok := c.Admit()
+		require.True(t, ok)
+		c.Finish(v, true)
+	}
+	v, ok := c.Admit()
+	require.True(t, ok)
+	require.False(t, c.CanTake(), "3 of 4 ready")
+	assert.Equal(t, int64(3), c.TakeRest())
+	st := c.Stats()
+	assert.Equal(t, int64(3), st.Trained)
+	assert.Equal(t, int64(1), st.Steps)
+	assert.Zero(t, c.Ready())
+	assert.Equal(t, int64(1), c.Untrained(), "the running rollout is still untrained")
+	c.Finish(v, false)
+	assert.Zero(t, c.Untrained())
+}

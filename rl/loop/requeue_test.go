@@ -1,0 +1,130 @@
+package loop
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tandemrl/tandem/backend/sim"
+	"github.com/tandemrl/tandem/policy"
+	"github.com/tandemrl/tandem/rl"
+	"github.com/tandemrl/tandem/rl/algo"
+	"github.com/tandemrl/tandem/rollout"
+)
+
+// trainedKeys wraps the default algorithm and counts, per prompt, the
+// groups the loop trained.
+type trainedKeys struct {
+	rl.Algorithm
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func newTrainedKeys(t *testing.T) *trainedKeys {
+	g, err := algo.New(algo.Config{}, nil)
+	require.NoError(t, err)
+	return &trainedKeys{Algorithm: g, n: map[string]int{}}
+}
+
+func (a *trainedKeys) Batch(ctx context.Context, t rl.Trainer, step policy.Version, groups []rl.Group) (rl.Batch, error) {
+	a.mu.Lock()
+	for i := range groups {
+		a.n[groups[i].Source.(rollout.Problem).Key()]++
+	}
+	a.mu.Unlock()
+	return a.Algorithm.Batch(ctx, t, step, groups)
+}
+
+type requeueRun struct {
+	prompts, groups, groupSize, k, workers, substeps, samplers int
+	latency                                                    time.Duration // median Sample latency (0 = none)
+}
+
+// runFiniteRequeue runs one epoch of a finite dataset with requeue and
+// checks that every prompt was trained exactly once, and that the run
+// reports data exhaustion (nil) with nothing left over.
+func runFiniteRequeue(t *testing.T, seed uint64, r requeueRun) {
+	t.Helper()
+	cfg := rl.Config{GroupsPerBatch: r.groups, GroupSize: r.groupSize, MaxStaleness: r.k,
+		StalePolicy: rl.Requeue, Workers: r.workers, Substeps: r.substeps, Steps: 1000, Seed: int64(seed), Watchdog: time.Hour}
+	var samplers []rl.Sampler
+	for i := range r.samplers {
+		sc := sim.SamplerConfig{Tokens: 2, Seed: seed}
+		if r.latency > 0 {
+			sc.Latency = sim.LogNormal(r.latency, 0.8, seed*7+uint64(i))
+		}
+		samplers = append(samplers, sim.NewSampler(sc))
+	}
+	data := newLedger(r.prompts, 1)
+	alg := newTrainedKeys(t)
+	var c collector
+	l, err := New(cfg, Deps{Trainer: sim.NewTrainer(sim.TrainerConfig{}), Samplers: samplers, Dataset: data,
+		Algorithm: alg, Observer: c.observe})
+	require.NoError(t, err)
+	require.NoError(t, l.Run(context.Background()), "data exhausted")
+	rep := l.Report()
+
+	require.Len(t, alg.n, r.prompts, "every prompt trained (%d requeued, %d left over)", rep.Buffer.Requeued, len(rep.Leftover))
+	for key, n := range alg.n {
+		require.Equal(t, 1, n, "prompt %s trained once", key)
+	}
+	assert.Empty(t, rep.Leftover)
+	assert.Zero(t, data.Pending(), "no requeued prompt waits in the dataset")
+	assert.Zero(t, rep.Buffer.Dropped)
+	st := rep.Buffer
+	assert.Equal(t, st.Accepted, st.Trained+st.Requeued, "accepted = trained + requeued")
+	assert.Equal(t, int64(r.prompts), st.Trained)
+	// Every batch is full but the last, which may be short.
+	ms := c.all()
+	for i, m := range ms {
+		assert.LessOrEqual(t, m.MaxStaleness, r.k)
+		if i < len(ms)-1 {
+			assert.Equal(t, r.groups, m.Groups, "step %d", m.Step)
+		} else {
+			assert.True(t, m.Groups >= 1 && m.Groups <= r.groups, "last step: %d groups", m.Groups)
+		}
+	}
+}
+
+// The scenario: 59 prompts, k = 2, requeue, 11 groups per batch,
+// 44 workers, zero-latency samplers. Before the fix, the workers stopped at
+// the dataset's first io.EOF and requeued prompts were never trained.
+func TestRequeueTrainsEveryPromptOfAFiniteDataset(t *testing.T) {
+	t.Parallel()
+	for seed := range uint64(20) {
+		runFiniteRequeue(t, seed, requeueRun{prompts: 59, groups: 11, groupSize: 4, k: 2, workers: 44, samplers: 1})
+	}
+}
+
+// Randomized finite datasets with requeue: batch shapes, staleness bounds,
+// worker counts, substeps, replicas, zero and log-normal latencies. No run
+// loses a prompt.
+func TestRequeueLosesNoPrompt(t *testing.T) {
+	t.Parallel()
+	seeds := uint64(1000)
+	if testing.Short() {
+		seeds = 200
+	}
+	for seed := range seeds {
+		rng := rand.New(rand.NewPCG(seed, 18))
+		b := 1 + rng.IntN(12)
+		r := requeueRun{prompts: 1 + rng.IntN(80), groups: b, groupSize: 1 + rng.IntN(3), k: rng.IntN(4),
+			workers: 1 + rng.IntN(4*b), substeps: 1, samplers: 1 + rng.IntN(2)}
+		if b%2 == 0 && rng.IntN(3) == 0 {
+			r.substeps = 2
+		}
+		if rng.IntN(4) == 0 {
+			r.latency = time.Duration(20+rng.IntN(200)) * time.Microsecond
+		}
+		t.Run(fmt.Sprintf("seed%d", seed), func(t *testing.T) {
+			t.Parallel()
+			runFiniteRequeue(t, seed, r)
+		})
+	}
+}
