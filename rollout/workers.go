@@ -46,6 +46,19 @@ type Refiller interface {
 	AwaitRefill(ctx context.Context, seen uint64) (bool, error)
 }
 
+// Tracker hears what becomes of the problems the workers take from the
+// dataset: Taken for each, then Failed (with the rollout's error) or
+// Abandoned (cut short by shutdown, or refused by the Sink as the run
+// ended) for those whose group was not delivered. Delivered groups are
+// followed by the Sink. It is called from the worker goroutines with the
+// problem's Key, and must be cheap and never block. ledger.Ledger
+// implements it.
+type Tracker interface {
+	Taken(key string)
+	Failed(key string, err error)
+	Abandoned(key string)
+}
+
 // ErrTooManyFailures stops the workers after FailureLimit rollouts in a row
 // failed.
 var ErrTooManyFailures = errors.New("rollout: too many rollouts failed in a row")
@@ -62,6 +75,9 @@ type Workers struct {
 	// FailureLimit stops the pool with ErrTooManyFailures after this many
 	// consecutive failed rollouts (0 = rl.DefaultFailureLimit).
 	FailureLimit int
+	// Track, if set, hears of every problem taken and of those not
+	// delivered (see Tracker).
+	Track Tracker
 	// OnFailure, if set, sees every failed rollout's error (from the
 	// worker's goroutine; it must not block).
 	OnFailure func(error)
@@ -132,14 +148,23 @@ func (w *Workers) work(ctx context.Context) error {
 			admitted, admitErr = w.Sink.Admit(ctx)
 			continue
 		}
+		if w.Track != nil {
+			w.Track.Taken(prob.Key())
+		}
 		g, err := w.Runner.Rollout(ctx, prob)
 		if err != nil {
 			w.Sink.Fail(admitted)
-			if ctx.Err() != nil {
-				w.dropped.Add(1)
+			var pe *PanicError
+			if ctx.Err() != nil && !errors.As(err, &pe) {
+				// Cut short by the run's end. (A panic in user code is a
+				// failure of its own, whenever it happens.)
+				w.abandon(prob)
 				return nil
 			}
 			w.failed.Add(1)
+			if w.Track != nil {
+				w.Track.Failed(prob.Key(), err)
+			}
 			if w.OnFailure != nil {
 				w.OnFailure(err)
 			}
@@ -157,16 +182,25 @@ func (w *Workers) work(ctx context.Context) error {
 			var accepted bool
 			admitted, accepted, admitErr = pa.PutAdmit(ctx, g)
 			if !accepted {
-				w.dropped.Add(1)
+				w.abandon(prob)
 				return nil
 			}
 			continue
 		}
 		if err := w.Sink.Put(ctx, g); err != nil {
-			w.dropped.Add(1)
+			w.abandon(prob)
 			return nil
 		}
 		admitted, admitErr = w.Sink.Admit(ctx)
 	}
 	return nil
+}
+
+// abandon counts a problem taken whose rollout was cut short, or whose
+// group the Sink refused, as the run ended.
+func (w *Workers) abandon(p Problem) {
+	w.dropped.Add(1)
+	if w.Track != nil {
+		w.Track.Abandoned(p.Key())
+	}
 }

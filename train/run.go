@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/tandemrl/tandem/internal/atomicfile"
+	"github.com/tandemrl/tandem/ledger"
 	"github.com/tandemrl/tandem/policy"
 	"github.com/tandemrl/tandem/progress"
 	"github.com/tandemrl/tandem/reward"
@@ -67,6 +69,9 @@ type Summary struct {
 	FinalReward         float64     `json:"final_reward"`
 	Checkpoint          string      `json:"checkpoint"`
 	Evals               []EvalPoint `json:"evals"`
+	// Ledger summarises what became of every prompt handed out (the run
+	// folder's ledger.jsonl has one line per prompt).
+	Ledger *ledger.Summary `json:"ledger"`
 }
 
 // Run runs the job cfg describes and returns its summary. The run folder
@@ -117,13 +122,16 @@ func Run(ctx context.Context, cfg Config, hooks Hooks) (Summary, error) {
 
 	obs := newObserver(cfg, rlog, hooks)
 	registry := &policy.Registry{}
-	lp, err := newLoop(cfg, be, fn, registry, obs)
+	led := &ledger.Ledger{}
+	lp, err := newLoop(cfg, be, fn, registry, obs, led)
 	if err != nil {
 		return sum, fmt.Errorf("train: loop: %w", err)
 	}
 	runErr := lp.Run(ctx)
 	sum.TrainSeconds = time.Since(obs.start).Seconds()
 	sum.Steps = lp.Report().Steps
+	sum.Ledger = lp.Report().Ledger
+	ledErr := writeLedger(dir, led)
 	obs.fill(&sum)
 	if sum.TrainSeconds > 0 {
 		sum.SamplesPerSecond = float64(sum.Samples) / sum.TrainSeconds
@@ -138,7 +146,10 @@ func Run(ctx context.Context, cfg Config, hooks Hooks) (Summary, error) {
 	if runErr != nil {
 		sum.WallSeconds = time.Since(began).Seconds()
 		_ = rlog.WriteJSON("summary.json", sum)
-		return sum, fmt.Errorf("train: %w (run folder %s keeps the metrics and the last checkpoint)", runErr, dir)
+		return sum, fmt.Errorf("train: %w (run folder %s keeps the metrics, the ledger and the last checkpoint)", runErr, dir)
+	}
+	if ledErr != nil {
+		return sum, fmt.Errorf("train: ledger: %w", ledErr)
 	}
 	if err := evaluateSnapshots(ctx, cfg, be, registry, obs.snapshotList(), held, rlog, hooks, &sum); err != nil {
 		return sum, fmt.Errorf("train: evaluation: %w", err)
@@ -161,7 +172,7 @@ func newSummary(cfg Config, dir string) Summary {
 // trainer scoring the KL penalty's base log-probs itself, on the task's
 // training dataset shuffled with the run's seed and scored by fn. Every
 // published version is recorded in registry; obs sees every step.
-func newLoop(cfg Config, be *backends, fn reward.Func, registry *policy.Registry, obs *observer) (*loop.Loop, error) {
+func newLoop(cfg Config, be *backends, fn reward.Func, registry *policy.Registry, obs *observer, led *ledger.Ledger) (*loop.Loop, error) {
 	grpo, err := algo.New(cfg.Algo, be.trainer)
 	if err != nil {
 		return nil, fmt.Errorf("algorithm: %w", err)
@@ -171,7 +182,17 @@ func newLoop(cfg Config, be *backends, fn reward.Func, registry *policy.Registry
 	return loop.New(rlc, loop.Deps{
 		Trainer: be.trainer, Samplers: be.samplers, Dataset: arithmetic.Dataset(cfg.RL.Seed, fn), Algorithm: grpo,
 		Registry: registry, Observer: obs.observe, Decode: arithmetic.Decode, Logger: obs.hooks.Logger,
+		Ledger: led,
 	})
+}
+
+// writeLedger writes led's entries to dir/ledger.jsonl, atomically.
+func writeLedger(dir string, led *ledger.Ledger) error {
+	b, err := ledger.JSONL(led.Entries())
+	if err != nil {
+		return err
+	}
+	return atomicfile.Write(filepath.Join(dir, "ledger.jsonl"), b)
 }
 
 // newRunDir returns dir/name, or dir/name-2, -3, … when taken: a new run

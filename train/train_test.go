@@ -1,6 +1,7 @@
 package train
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"github.com/tandemrl/tandem/engine"
 	"github.com/tandemrl/tandem/engine/enginetest"
 	"github.com/tandemrl/tandem/engine/safetensors"
+	"github.com/tandemrl/tandem/ledger"
 	"github.com/tandemrl/tandem/rl/algo"
 	"github.com/tandemrl/tandem/runlog"
 )
@@ -112,10 +114,25 @@ func TestRunWritesTheRunFolder(t *testing.T) {
 	recs, err := runlog.ReadMetricsFile(filepath.Join(sum.Dir, runlog.MetricsFile))
 	require.NoError(t, err)
 	assert.Len(t, recs, 4)
-	for _, f := range []string{"config.json", "summary.json", "plots/reward.png", "plots/staleness.svg", "plots/throughput.png"} {
+	for _, f := range []string{"config.json", "summary.json", "ledger.jsonl", "plots/reward.png", "plots/staleness.svg", "plots/throughput.png"} {
 		_, err := os.Stat(filepath.Join(sum.Dir, f))
 		assert.NoError(t, err, f)
 	}
+	// The ledger: one line per prompt handed out, each hand-out with its
+	// outcome, and the groups trained are the steps' groups.
+	require.NotNil(t, sum.Ledger)
+	b, err := os.ReadFile(filepath.Join(sum.Dir, "ledger.jsonl"))
+	require.NoError(t, err)
+	dec := json.NewDecoder(bytes.NewReader(b))
+	var entries []ledger.Entry
+	for dec.More() {
+		var e ledger.Entry
+		require.NoError(t, dec.Decode(&e))
+		assert.Equal(t, e.HandedOut, e.Outcomes(), "%+v", e)
+		entries = append(entries, e)
+	}
+	assert.Len(t, entries, sum.Ledger.Prompts)
+	assert.Equal(t, 4*2, sum.Ledger.Totals.Trained, "4 steps of 2 groups")
 	// Periodic and final checkpoints.
 	for _, p := range []string{"arith-grpo/weights/arith-grpo-step-000002", "arith-grpo/weights/final", "arith-grpo/sampler_weights/final"} {
 		_, err := os.Stat(filepath.Join(sum.Dir, "checkpoints", p, "manifest.json"))

@@ -21,6 +21,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -28,6 +29,7 @@ import (
 	"time"
 
 	"github.com/tandemrl/tandem/backend/sim"
+	"github.com/tandemrl/tandem/ledger"
 	"github.com/tandemrl/tandem/reward"
 	"github.com/tandemrl/tandem/rl"
 	"github.com/tandemrl/tandem/rl/loop"
@@ -76,8 +78,10 @@ func main() {
 		tokens     = flag.Int("tokens", 4, "completion tokens per sample")
 		cpuprofile = flag.String("cpuprofile", "", "write a CPU profile of the whole run here")
 		only       = flag.String("only", "", "run only this part: sync, async, overhead or concurrent")
+		withLedger = flag.Bool("ledger", false, "keep a per-prompt ledger (as tandem train does) in the runs")
 	)
 	flag.Parse()
+	keepLedger = *withLedger
 	if *cpuprofile != "" {
 		f, err := os.Create(*cpuprofile)
 		check(err)
@@ -178,6 +182,9 @@ func check(err error) {
 
 // run executes one loop on the simulated backend and returns its report and
 // the largest staleness any step trained on.
+// keepLedger gives the runs a per-prompt ledger (the -ledger flag).
+var keepLedger bool
+
 func run(ctx context.Context, cfg rl.Config, trainerT, samplerS time.Duration, tokens int, cheap bool) (loop.Report, int, error) {
 	tr := sim.NewTrainer(sim.TrainerConfig{ForwardBackward: sim.Fixed(trainerT), NoOutputs: cheap})
 	s := sim.NewSampler(sim.SamplerConfig{Latency: sim.Fixed(samplerS), Tokens: tokens, Static: cheap})
@@ -185,11 +192,15 @@ func run(ctx context.Context, cfg rl.Config, trainerT, samplerS time.Duration, t
 	items := make([]rollout.Problem, n)
 	score := reward.Func(func(_ context.Context, s reward.Sample) (float64, error) { return float64(s.Tokens[0] & 1), nil })
 	for i := range items {
-		items[i] = &rollout.SingleTurn{ID: "p", Prompt: rl.Tokens([]int{i & 255, 1, 2}), Reward: score}
+		items[i] = &rollout.SingleTurn{ID: strconv.Itoa(i), Prompt: rl.Tokens([]int{i & 255, 1, 2}), Reward: score}
 	}
 	maxSt := 0
-	l, err := loop.New(cfg, loop.Deps{Trainer: tr, Samplers: []rl.Sampler{s}, Dataset: rollout.NewSliceDataset(items, 0, 1),
-		Observer: func(m loop.StepMetrics) { maxSt = max(maxSt, m.MaxStaleness) }})
+	deps := loop.Deps{Trainer: tr, Samplers: []rl.Sampler{s}, Dataset: rollout.NewSliceDataset(items, 0, 1),
+		Observer: func(m loop.StepMetrics) { maxSt = max(maxSt, m.MaxStaleness) }}
+	if keepLedger {
+		deps.Ledger = &ledger.Ledger{}
+	}
+	l, err := loop.New(cfg, deps)
 	if err != nil {
 		return loop.Report{}, 0, err
 	}

@@ -17,22 +17,22 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// ledger is a dataset that records every problem it hands out and gets
+// countingDataset is a dataset that records every problem it hands out and gets
 // back, to check that nothing is lost.
-type ledger struct {
+type countingDataset struct {
 	*rollout.SliceDataset
 	mu       sync.Mutex
 	served   map[string]int
 	requeued map[string]int
 }
 
-func newLedger(n int, epochs int) *ledger {
+func newCountingDataset(n int, epochs int) *countingDataset {
 	items := make([]rollout.Problem, n)
 	for i := range items {
 		items[i] = &rollout.SingleTurn{ID: fmt.Sprintf("p%04d", i), Prompt: rl.Tokens([]int{i % 97, 1, 2}),
 			Reference: fmt.Sprint(i % 2), Reward: parity}
 	}
-	return &ledger{SliceDataset: rollout.NewSliceDataset(items, 0, epochs), served: map[string]int{}, requeued: map[string]int{}}
+	return &countingDataset{SliceDataset: rollout.NewSliceDataset(items, 0, epochs), served: map[string]int{}, requeued: map[string]int{}}
 }
 
 // parity rewards completions whose first token's parity matches the
@@ -44,7 +44,7 @@ func parity(_ context.Context, s reward.Sample) (float64, error) {
 	return 0, nil
 }
 
-func (d *ledger) Next(ctx context.Context) (rollout.Problem, error) {
+func (d *countingDataset) Next(ctx context.Context) (rollout.Problem, error) {
 	p, err := d.SliceDataset.Next(ctx)
 	if err == nil {
 		d.mu.Lock()
@@ -54,7 +54,7 @@ func (d *ledger) Next(ctx context.Context) (rollout.Problem, error) {
 	return p, err
 }
 
-func (d *ledger) Requeue(p rollout.Problem) {
+func (d *countingDataset) Requeue(p rollout.Problem) {
 	d.mu.Lock()
 	d.requeued[p.Key()]++
 	d.mu.Unlock()

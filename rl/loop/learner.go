@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/tandemrl/tandem/buffer"
+	"github.com/tandemrl/tandem/ledger"
 	"github.com/tandemrl/tandem/policy"
 	"github.com/tandemrl/tandem/rl"
 	"github.com/tandemrl/tandem/rollout"
@@ -92,6 +93,7 @@ func (ln *learner) step(ctx, grace context.Context) error {
 		attribute.Int("step", stepNo), attribute.Int64("version", int64(ln.version))))
 	defer span.End()
 	name := fmt.Sprintf("%s-step-%06d", cfg.Run, stepNo+1)
+	v0 := ln.version
 	m, saved, err := ln.train(ctxStep, groups, name)
 	if err != nil {
 		ln.unconfirmed = append(ln.unconfirmed, groups...)
@@ -101,6 +103,13 @@ func (ln *learner) step(ctx, grace context.Context) error {
 	}
 	ln.steps++ // the trainer confirmed the step
 	tTrained := time.Now()
+	if led := l.deps.Ledger; led != nil {
+		for i := range groups {
+			if p, ok := groups[i].Source.(rollout.Problem); ok {
+				led.Trained(p.Key(), ledger.Training{Step: stepNo, Version: groups[i].Version, Staleness: groups[i].Staleness(v0)})
+			}
+		}
+	}
 	for i := range groups {
 		ln.runner.Recycle(&groups[i]) // the step's futures have resolved
 	}

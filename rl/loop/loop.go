@@ -11,6 +11,7 @@ import (
 	"github.com/sourcegraph/conc"
 
 	"github.com/tandemrl/tandem/buffer"
+	"github.com/tandemrl/tandem/ledger"
 	"github.com/tandemrl/tandem/policy"
 	"github.com/tandemrl/tandem/rl"
 	"github.com/tandemrl/tandem/rl/algo"
@@ -45,6 +46,12 @@ type Deps struct {
 	// with Trainer.LoadState before Run); the data position is the
 	// dataset's (see rollout.NewSliceDataset).
 	StartStep int
+	// Ledger, if set, records what became of every prompt handed out:
+	// each hand-out trained (step, version, staleness), dropped, requeued,
+	// failed (by error kind), abandoned, left over or unconfirmed (see
+	// package ledger). It costs one short lock per event; nil records
+	// nothing.
+	Ledger *ledger.Ledger
 }
 
 // Report is what a run did, returned by Loop.Report after Run.
@@ -72,6 +79,9 @@ type Report struct {
 	// Buffer.Trained, since the learner took them, and their memory is not
 	// recycled.
 	Leftover, Unconfirmed []rl.Group
+	// Ledger summarises Deps.Ledger at the end of the run (nil without
+	// one).
+	Ledger *ledger.Summary
 	// ObserverDropped counts metrics the observer was too slow to take.
 	ObserverDropped int64
 	Elapsed         time.Duration
@@ -162,15 +172,25 @@ func (l *Loop) Run(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	var requeue func(rl.Group)
-	if cfg.StalePolicy == rl.Requeue {
-		requeue = func(g rl.Group) {
-			if p, ok := g.Source.(rollout.Problem); ok {
-				deps.Dataset.Requeue(p)
+	led := deps.Ledger
+	var onStale func(rl.Group)
+	if cfg.StalePolicy == rl.Requeue || led != nil {
+		onStale = func(g rl.Group) {
+			p, ok := g.Source.(rollout.Problem)
+			if !ok {
+				return
 			}
+			if cfg.StalePolicy != rl.Requeue {
+				led.Dropped(p.Key())
+				return
+			}
+			if led != nil {
+				led.Requeued(p.Key())
+			}
+			deps.Dataset.Requeue(p)
 		}
 	}
-	buf, err := buffer.New(buffer.FromConfig(cfg, start), requeue)
+	buf, err := buffer.New(buffer.FromConfig(cfg, start), onStale)
 	if err != nil {
 		return fmt.Errorf("loop: %w", err)
 	}
@@ -186,6 +206,9 @@ func (l *Loop) Run(ctx context.Context) (err error) {
 		FailureLimit: cfg.FailureLimit, OnFailure: func(err error) {
 			deps.Logger.Debug("loop: rollout failed", "err", err)
 		}}
+	if led != nil {
+		workers.Track = led
+	}
 
 	runCtx, stopRun := context.WithCancelCause(ctx)
 	defer stopRun(nil)
@@ -228,6 +251,12 @@ func (l *Loop) Run(ctx context.Context) (err error) {
 		Leftover: buf.Drain(), Unconfirmed: ln.unconfirmed, Elapsed: time.Since(began)}
 	rep.Buffer = buf.Stats()
 	rep.PeakInFlight = rep.Buffer.Peak
+	if led != nil {
+		forPrompts(rep.Leftover, led.LeftOver)
+		forPrompts(rep.Unconfirmed, led.Unconfirmed)
+		sum := led.Summary()
+		rep.Ledger = &sum
+	}
 	if obs != nil {
 		rep.ObserverDropped = obs.dropped.Load()
 	}
@@ -245,6 +274,15 @@ func (l *Loop) Run(ctx context.Context) (err error) {
 		return context.Cause(runCtx) // a worker or the weight sync failed
 	}
 	return lerr
+}
+
+// forPrompts calls f with the prompt key of each group.
+func forPrompts(gs []rl.Group, f func(key string)) {
+	for i := range gs {
+		if p, ok := gs[i].Source.(rollout.Problem); ok {
+			f(p.Key())
+		}
+	}
 }
 
 // publishStart publishes the trainer's current version (unless the

@@ -18,7 +18,7 @@ func TestSyncRunZeroStalenessZeroGap(t *testing.T) {
 	s := sim.NewSampler(sim.SamplerConfig{Tokens: 4})
 	var c collector
 	l, err := New(rl.Config{GroupsPerBatch: 4, GroupSize: 4, Steps: 10},
-		Deps{Trainer: tr, Samplers: []rl.Sampler{s}, Dataset: newLedger(1000, 1), Observer: c.observe})
+		Deps{Trainer: tr, Samplers: []rl.Sampler{s}, Dataset: newCountingDataset(1000, 1), Observer: c.observe})
 	require.NoError(t, err)
 	require.NoError(t, l.Run(context.Background()))
 	rep := l.Report()
@@ -51,7 +51,7 @@ func TestStaleSamplerShowsGap(t *testing.T) {
 	s := &neverLoads{Sampler: sim.NewSampler(sim.SamplerConfig{Tokens: 4})}
 	var c collector
 	l, err := New(rl.Config{GroupsPerBatch: 2, GroupSize: 2, Steps: 3, MaxStaleness: 100, StalePolicy: rl.Drop},
-		Deps{Trainer: tr, Samplers: []rl.Sampler{s}, Dataset: newLedger(1000, 1), Observer: c.observe})
+		Deps{Trainer: tr, Samplers: []rl.Sampler{s}, Dataset: newCountingDataset(1000, 1), Observer: c.observe})
 	require.NoError(t, err)
 	require.NoError(t, l.Run(context.Background()))
 	steps := c.all()
@@ -66,7 +66,7 @@ func (neverLoads) Load(context.Context, policy.Ref) error { return nil }
 
 func TestInvalidConfigFailsAtConstruction(t *testing.T) {
 	t.Parallel()
-	deps := Deps{Trainer: sim.NewTrainer(sim.TrainerConfig{}), Samplers: []rl.Sampler{sim.NewSampler(sim.SamplerConfig{})}, Dataset: newLedger(1, 1)}
+	deps := Deps{Trainer: sim.NewTrainer(sim.TrainerConfig{}), Samplers: []rl.Sampler{sim.NewSampler(sim.SamplerConfig{})}, Dataset: newCountingDataset(1, 1)}
 	tests := []struct {
 		name string
 		cfg  rl.Config
@@ -98,7 +98,7 @@ func TestInvalidConfigFailsAtConstruction(t *testing.T) {
 func TestDatasetExhaustionEndsRun(t *testing.T) {
 	t.Parallel()
 	l, err := New(rl.Config{GroupsPerBatch: 4, GroupSize: 2, MaxStaleness: 1},
-		Deps{Trainer: sim.NewTrainer(sim.TrainerConfig{}), Samplers: []rl.Sampler{sim.NewSampler(sim.SamplerConfig{})}, Dataset: newLedger(30, 1)})
+		Deps{Trainer: sim.NewTrainer(sim.TrainerConfig{}), Samplers: []rl.Sampler{sim.NewSampler(sim.SamplerConfig{})}, Dataset: newCountingDataset(30, 1)})
 	require.NoError(t, err)
 	require.NoError(t, l.Run(context.Background()), "the run ends when the data runs out")
 	rep := l.Report()

@@ -27,7 +27,7 @@ func simDeps(data rollout.Dataset) Deps {
 func TestResume(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	data := newLedger(100, 1)
+	data := newCountingDataset(100, 1)
 	tr := sim.NewTrainer(sim.TrainerConfig{})
 	var c collector
 	deps := simDeps(data)
@@ -48,7 +48,7 @@ func TestResume(t *testing.T) {
 	_, err = tr2.LoadState(ctx, *last.Checkpoint, true).Wait(ctx)
 	require.NoError(t, err)
 	var c2 collector
-	deps2 := simDeps(newLedger(100, 1))
+	deps2 := simDeps(newCountingDataset(100, 1))
 	deps2.Trainer, deps2.Observer, deps2.StartStep = tr2, c2.observe, 3
 	l2, err := New(rl.Config{GroupsPerBatch: 2, GroupSize: 2, Steps: 2}, deps2)
 	require.NoError(t, err)
@@ -64,7 +64,7 @@ func TestResume(t *testing.T) {
 func TestSubsteps(t *testing.T) {
 	t.Parallel()
 	var c collector
-	deps := simDeps(newLedger(1000, 1))
+	deps := simDeps(newCountingDataset(1000, 1))
 	deps.Observer = c.observe
 	l, err := New(rl.Config{GroupsPerBatch: 4, GroupSize: 2, Substeps: 2, Steps: 3, MaxStaleness: 2}, deps)
 	require.NoError(t, err)
@@ -83,7 +83,7 @@ func TestSlowObserverNeverBlocks(t *testing.T) {
 	t.Parallel()
 	release, last := make(chan struct{}), make(chan struct{})
 	var seen atomic.Int32
-	deps := simDeps(newLedger(1000, 1))
+	deps := simDeps(newCountingDataset(1000, 1))
 	deps.Trainer = &onCall{Trainer: sim.NewTrainer(sim.TrainerConfig{}), optN: 20, onOptim: func() { close(last) }}
 	deps.Observer = func(StepMetrics) {
 		<-release
@@ -209,7 +209,7 @@ func TestShutdownMidRun(t *testing.T) {
 			fbN: 3, onFB: func() { cancel(cause) }}
 		s := sim.NewSampler(sim.SamplerConfig{Latency: sim.LogNormal(2*time.Millisecond, 1, 3)})
 		l, err := New(rl.Config{GroupsPerBatch: 4, GroupSize: 2, MaxStaleness: 1, StalePolicy: policyName},
-			Deps{Trainer: tr, Samplers: []rl.Sampler{s}, Dataset: newLedger(10_000, -1)})
+			Deps{Trainer: tr, Samplers: []rl.Sampler{s}, Dataset: newCountingDataset(10_000, -1)})
 		require.NoError(t, err)
 		err = l.Run(ctx)
 		require.ErrorIs(t, err, cause)
@@ -238,7 +238,7 @@ func (f *failingTrainer) ForwardBackward(ctx context.Context, d []rl.Datum, l rl
 
 func TestTrainerErrorReportsUnconfirmed(t *testing.T) {
 	t.Parallel()
-	deps := simDeps(newLedger(1000, 1))
+	deps := simDeps(newCountingDataset(1000, 1))
 	deps.Trainer = &failingTrainer{Trainer: sim.NewTrainer(sim.TrainerConfig{})}
 	l, err := New(rl.Config{GroupsPerBatch: 2, GroupSize: 2, Steps: 10, MaxStaleness: 1}, deps)
 	require.NoError(t, err)

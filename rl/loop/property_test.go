@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tandemrl/tandem/backend/sim"
+	"github.com/tandemrl/tandem/ledger"
 	"github.com/tandemrl/tandem/rl"
 )
 
@@ -94,9 +95,10 @@ func checkScenario(t *testing.T, seed uint64, sc scenario) {
 		}
 		samplers = append(samplers, sim.NewSampler(scfg))
 	}
-	data := newLedger(10_000, -1)
+	data := newCountingDataset(10_000, -1)
 	var c collector
-	l, err := New(cfg, Deps{Trainer: tr, Samplers: samplers, Dataset: data, Observer: c.observe})
+	led := &ledger.Ledger{}
+	l, err := New(cfg, Deps{Trainer: tr, Samplers: samplers, Dataset: data, Observer: c.observe, Ledger: led})
 	require.NoError(t, err)
 	err = l.Run(ctx)
 	if sc.cancelAt > 0 && err != nil {
@@ -158,6 +160,24 @@ func checkScenario(t *testing.T, seed uint64, sc scenario) {
 	data.mu.Unlock()
 	assert.Equal(t, int64(served), st.Accepted+rep.Failed+rep.Abandoned)
 	assert.Equal(t, st.Requeued, int64(requeued), "every requeued group's prompt went back to the dataset")
+
+	// The ledger accounts for every hand-out of every prompt, and its
+	// totals are the loop's counts.
+	require.NoError(t, led.Check())
+	tot := rep.Ledger.Totals
+	assert.Equal(t, served, tot.HandedOut, "hand-outs")
+	assert.Equal(t, st.Trained, int64(tot.Trained+tot.Unconfirmed), "trained (unconfirmed included, as the buffer counts them)")
+	assert.Equal(t, len(rep.Unconfirmed), tot.Unconfirmed)
+	assert.Equal(t, st.Dropped, int64(tot.Dropped))
+	assert.Equal(t, st.Requeued, int64(tot.Requeued))
+	assert.Equal(t, rep.Failed, int64(tot.Failed))
+	assert.Equal(t, rep.Abandoned, int64(tot.Abandoned))
+	assert.Equal(t, len(rep.Leftover), tot.LeftOver)
+	for _, e := range led.Entries() {
+		for _, tr := range e.TrainedAt {
+			require.LessOrEqual(t, tr.Staleness, int64(k), "%+v", e)
+		}
+	}
 	if errors.Is(err, stop) {
 		t.Logf("cancelled after %d steps", rep.Steps)
 	}

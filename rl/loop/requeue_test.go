@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tandemrl/tandem/backend/sim"
+	"github.com/tandemrl/tandem/ledger"
 	"github.com/tandemrl/tandem/policy"
 	"github.com/tandemrl/tandem/rl"
 	"github.com/tandemrl/tandem/rl/algo"
@@ -61,11 +62,12 @@ func runFiniteRequeue(t *testing.T, seed uint64, r requeueRun) {
 		}
 		samplers = append(samplers, sim.NewSampler(sc))
 	}
-	data := newLedger(r.prompts, 1)
+	data := newCountingDataset(r.prompts, 1)
 	alg := newTrainedKeys(t)
 	var c collector
+	led := &ledger.Ledger{}
 	l, err := New(cfg, Deps{Trainer: sim.NewTrainer(sim.TrainerConfig{}), Samplers: samplers, Dataset: data,
-		Algorithm: alg, Observer: c.observe})
+		Algorithm: alg, Observer: c.observe, Ledger: led})
 	require.NoError(t, err)
 	require.NoError(t, l.Run(context.Background()), "data exhausted")
 	rep := l.Report()
@@ -80,6 +82,22 @@ func runFiniteRequeue(t *testing.T, seed uint64, r requeueRun) {
 	st := rep.Buffer
 	assert.Equal(t, st.Accepted, st.Trained+st.Requeued, "accepted = trained + requeued")
 	assert.Equal(t, int64(r.prompts), st.Trained)
+
+	// The ledger says the same, prompt by prompt.
+	require.NoError(t, led.Check())
+	sum := rep.Ledger
+	require.NotNil(t, sum)
+	assert.Equal(t, r.prompts, sum.Prompts)
+	assert.Equal(t, r.prompts, sum.TrainedOnce)
+	assert.Zero(t, sum.NeverTrainedCount)
+	assert.Equal(t, st.Requeued, int64(sum.Totals.Requeued))
+	for _, e := range led.Entries() {
+		require.Equal(t, 1, e.Trained, "%+v", e)
+		require.Equal(t, 1+e.Requeued, e.HandedOut, "each requeue hands the prompt out again: %+v", e)
+		require.Len(t, e.TrainedAt, 1)
+		require.LessOrEqual(t, e.TrainedAt[0].Staleness, int64(r.k))
+		require.Equal(t, alg.n[e.Prompt], e.Trained)
+	}
 	// Every batch is full but the last, which may be short.
 	ms := c.all()
 	for i, m := range ms {
