@@ -19,8 +19,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/maphash"
+	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/tandemrl/tandem/policy"
 )
@@ -54,30 +57,48 @@ func (e Entry) Outcomes() int {
 	return e.Trained + e.Dropped + e.Requeued + e.Failed + e.Abandoned + e.LeftOver + e.Unconfirmed
 }
 
-// Ledger collects the entries of one run. The zero value is empty and ready.
+// Ledger collects the entries of one run. The zero value is empty and
+// ready. Entries are spread over shards by a hash of the prompt, each with
+// its own lock, so that rollout workers recording different prompts rarely
+// wait for each other.
 type Ledger struct {
-	mu      sync.Mutex
-	entries map[string]*Entry
-	order   []*Entry // by first hand-out
+	shards [numShards]shard
+	seq    atomic.Uint64 // numbers entries in first-hand-out order
 }
 
-func (l *Ledger) entry(prompt string) *Entry {
-	if e, ok := l.entries[prompt]; ok {
-		return e
-	}
-	if l.entries == nil {
-		l.entries = make(map[string]*Entry)
-	}
-	e := &Entry{Prompt: prompt}
-	l.entries[prompt] = e
-	l.order = append(l.order, e)
-	return e
+const numShards = 32
+
+type shard struct {
+	mu sync.Mutex
+	m  map[string]*entry
+	_  [40]byte // keep neighbouring shards' locks off one cache line
 }
+
+// entry is an Entry with its place in the order and room for its first
+// training, so that a prompt trained once costs no second allocation.
+type entry struct {
+	Entry
+	seq   uint64
+	first [1]Training
+}
+
+// seed hashes prompts to shards; any seed spreads them.
+var seed = maphash.MakeSeed()
 
 func (l *Ledger) update(prompt string, f func(*Entry)) {
-	l.mu.Lock()
-	f(l.entry(prompt))
-	l.mu.Unlock()
+	sh := &l.shards[maphash.String(seed, prompt)%numShards]
+	sh.mu.Lock()
+	e, ok := sh.m[prompt]
+	if !ok {
+		if sh.m == nil {
+			sh.m = make(map[string]*entry)
+		}
+		e = &entry{Entry: Entry{Prompt: prompt}, seq: l.seq.Add(1)}
+		e.TrainedAt = e.first[:0]
+		sh.m[prompt] = e
+	}
+	f(&e.Entry)
+	sh.mu.Unlock()
 }
 
 // Taken records that prompt was handed out (taken from the dataset).
@@ -126,18 +147,27 @@ func (l *Ledger) Unconfirmed(prompt string) { l.update(prompt, func(e *Entry) { 
 // Entries returns a copy of every entry, in the order prompts were first
 // handed out.
 func (l *Ledger) Entries() []Entry {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	out := make([]Entry, len(l.order))
-	for i, e := range l.order {
-		out[i] = *e
-		out[i].TrainedAt = slices.Clone(e.TrainedAt)
-		if e.Failures != nil {
-			out[i].Failures = make(map[string]int, len(e.Failures))
-			for k, v := range e.Failures {
-				out[i].Failures[k] = v
+	var all []*entry
+	for i := range l.shards {
+		sh := &l.shards[i]
+		sh.mu.Lock()
+		for _, e := range sh.m {
+			c := &entry{Entry: e.Entry, seq: e.seq}
+			c.TrainedAt = slices.Clone(e.TrainedAt)
+			if len(c.TrainedAt) == 0 {
+				c.TrainedAt = nil
 			}
+			if e.Failures != nil {
+				c.Failures = maps.Clone(e.Failures)
+			}
+			all = append(all, c)
 		}
+		sh.mu.Unlock()
+	}
+	slices.SortFunc(all, func(a, b *entry) int { return cmp.Compare(a.seq, b.seq) })
+	out := make([]Entry, len(all))
+	for i, e := range all {
+		out[i] = e.Entry
 	}
 	return out
 }
@@ -182,39 +212,49 @@ type Count struct {
 // MaxListed bounds the prompts a Summary lists by name.
 const MaxListed = 10
 
-// Summary summarises the entries.
+// Summary summarises the entries. It reads them in place (no copy of the
+// ledger), so it costs one pass over the prompts.
 func (l *Ledger) Summary() Summary {
-	entries := l.Entries()
-	s := Summary{Prompts: len(entries)}
-	var req []Count
-	for _, e := range entries {
-		if e.Trained > 0 {
-			s.TrainedOnce++
-		} else {
-			s.NeverTrainedCount++
-			if len(s.NeverTrained) < MaxListed {
-				s.NeverTrained = append(s.NeverTrained, e.Prompt)
+	var s Summary
+	type named struct {
+		seq uint64
+		Count
+	}
+	var never, req []named
+	t := &s.Totals
+	for i := range l.shards {
+		sh := &l.shards[i]
+		sh.mu.Lock()
+		for _, e := range sh.m {
+			s.Prompts++
+			if e.Trained > 0 {
+				s.TrainedOnce++
+			} else {
+				s.NeverTrainedCount++
+				never = append(never, named{e.seq, Count{Prompt: e.Prompt}})
 			}
+			if e.Requeued > 0 {
+				req = append(req, named{e.seq, Count{e.Prompt, e.Requeued}})
+			}
+			t.HandedOut += e.HandedOut
+			t.Trained += e.Trained
+			t.Dropped += e.Dropped
+			t.Requeued += e.Requeued
+			t.Failed += e.Failed
+			t.Abandoned += e.Abandoned
+			t.LeftOver += e.LeftOver
+			t.Unconfirmed += e.Unconfirmed
 		}
-		if e.Requeued > 0 {
-			req = append(req, Count{e.Prompt, e.Requeued})
-		}
-		t := &s.Totals
-		t.HandedOut += e.HandedOut
-		t.Trained += e.Trained
-		t.Dropped += e.Dropped
-		t.Requeued += e.Requeued
-		t.Failed += e.Failed
-		t.Abandoned += e.Abandoned
-		t.LeftOver += e.LeftOver
-		t.Unconfirmed += e.Unconfirmed
+		sh.mu.Unlock()
 	}
-	slices.SortStableFunc(req, func(a, b Count) int { return cmp.Compare(b.N, a.N) })
-	if len(req) > MaxListed {
-		req = req[:MaxListed]
+	slices.SortFunc(never, func(a, b named) int { return cmp.Compare(a.seq, b.seq) })
+	for _, n := range never[:min(len(never), MaxListed)] {
+		s.NeverTrained = append(s.NeverTrained, n.Prompt)
 	}
-	s.MostRequeued = req
-	s.Totals.Prompt = "" // a sum, not a prompt
+	slices.SortFunc(req, func(a, b named) int { return cmp.Or(cmp.Compare(b.N, a.N), cmp.Compare(a.seq, b.seq)) })
+	for _, n := range req[:min(len(req), MaxListed)] {
+		s.MostRequeued = append(s.MostRequeued, n.Count)
+	}
 	return s
 }
 
