@@ -17,8 +17,8 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// countingDataset is a dataset that records every problem it hands out and gets
-// back, to check that nothing is lost.
+// countingDataset is a dataset that records every problem it hands out and
+// gets back, to check that nothing is lost.
 type countingDataset struct {
 	*rollout.SliceDataset
 	mu       sync.Mutex

@@ -45,6 +45,7 @@ func (a *trainedKeys) Batch(ctx context.Context, t rl.Trainer, step policy.Versi
 type requeueRun struct {
 	prompts, groups, groupSize, k, workers, substeps, samplers int
 	latency                                                    time.Duration // median Sample latency (0 = none)
+	multiTurn                                                  bool          // two-turn episodes instead of single-turn prompts
 }
 
 // runFiniteRequeue runs one epoch of a finite dataset with requeue and
@@ -63,6 +64,13 @@ func runFiniteRequeue(t *testing.T, seed uint64, r requeueRun) {
 		samplers = append(samplers, sim.NewSampler(sc))
 	}
 	data := newCountingDataset(r.prompts, 1)
+	if r.multiTurn {
+		items := make([]rollout.Problem, r.prompts)
+		for i := range items {
+			items[i] = guessProblem{i}
+		}
+		data.SliceDataset = rollout.NewSliceDataset(items, 0, 1)
+	}
 	alg := newTrainedKeys(t)
 	var c collector
 	led := &ledger.Ledger{}
@@ -121,8 +129,8 @@ func TestRequeueTrainsEveryPromptOfAFiniteDataset(t *testing.T) {
 }
 
 // Randomized finite datasets with requeue: batch shapes, staleness bounds,
-// worker counts, substeps, replicas, zero and log-normal latencies. No run
-// loses a prompt.
+// worker counts, substeps, replicas, zero and log-normal latencies,
+// single- and multi-turn episodes. No run loses a prompt.
 func TestRequeueLosesNoPrompt(t *testing.T) {
 	t.Parallel()
 	seeds := uint64(1000)
@@ -140,6 +148,7 @@ func TestRequeueLosesNoPrompt(t *testing.T) {
 		if rng.IntN(4) == 0 {
 			r.latency = time.Duration(20+rng.IntN(200)) * time.Microsecond
 		}
+		r.multiTurn = rng.IntN(4) == 0
 		t.Run(fmt.Sprintf("seed%d", seed), func(t *testing.T) {
 			t.Parallel()
 			runFiniteRequeue(t, seed, r)
