@@ -64,6 +64,40 @@ func (e Entry) Outcomes() int {
 type Ledger struct {
 	shards [numShards]shard
 	seq    atomic.Uint64 // numbers entries in first-hand-out order
+	watch  atomic.Pointer[func(Change)]
+}
+
+// Change is one event the ledger recorded.
+type Change struct {
+	Prompt string `json:"prompt"`
+	// Event is taken, trained, dropped, requeued, failed, abandoned,
+	// left_over or unconfirmed.
+	Event string `json:"event"`
+	// Training is set for trained; Kind, the error kind, for failed.
+	Training *Training `json:"training,omitempty"`
+	Kind     string    `json:"kind,omitempty"`
+}
+
+// Watch makes fn see every change recorded from now on; nil stops it. fn
+// runs after the change is recorded, outside the ledger's locks, on the
+// goroutine that recorded it (a rollout worker, the learner) — so a
+// prompt's changes reach it in order, while changes of different prompts
+// may arrive in another order than they were recorded — and it must
+// be quick and never block: loop.Deps.LedgerObserver puts a queue in
+// between. Without a watcher a change costs one atomic load more.
+func (l *Ledger) Watch(fn func(Change)) {
+	if fn == nil {
+		l.watch.Store(nil)
+		return
+	}
+	l.watch.Store(&fn)
+}
+
+// emit tells the watcher, if any, of c.
+func (l *Ledger) emit(c func() Change) {
+	if w := l.watch.Load(); w != nil {
+		(*w)(c())
+	}
 }
 
 const numShards = 32
@@ -102,7 +136,10 @@ func (l *Ledger) update(prompt string, f func(*Entry)) {
 }
 
 // Taken records that prompt was handed out (taken from the dataset).
-func (l *Ledger) Taken(prompt string) { l.update(prompt, func(e *Entry) { e.HandedOut++ }) }
+func (l *Ledger) Taken(prompt string) {
+	l.update(prompt, func(e *Entry) { e.HandedOut++ })
+	l.emit(func() Change { return Change{Prompt: prompt, Event: "taken"} })
+}
 
 // Failed records that a rollout of prompt failed with err; the entry counts
 // it under Kind(err).
@@ -115,11 +152,20 @@ func (l *Ledger) Failed(prompt string, err error) {
 		}
 		e.Failures[kind]++
 	})
+	l.emit(func() Change { return Change{Prompt: prompt, Event: "failed", Kind: kind} })
 }
 
 // Abandoned records that a rollout of prompt was cut short by shutdown (or
 // its group refused because the run was ending).
-func (l *Ledger) Abandoned(prompt string) { l.update(prompt, func(e *Entry) { e.Abandoned++ }) }
+func (l *Ledger) Abandoned(prompt string) {
+	l.count(prompt, "abandoned", func(e *Entry) { e.Abandoned++ })
+}
+
+// count records a change that only counts.
+func (l *Ledger) count(prompt, event string, f func(*Entry)) {
+	l.update(prompt, f)
+	l.emit(func() Change { return Change{Prompt: prompt, Event: event} })
+}
 
 // Trained records that a group of prompt was trained.
 func (l *Ledger) Trained(prompt string, t Training) {
@@ -127,22 +173,29 @@ func (l *Ledger) Trained(prompt string, t Training) {
 		e.Trained++
 		e.TrainedAt = append(e.TrainedAt, t)
 	})
+	l.emit(func() Change { return Change{Prompt: prompt, Event: "trained", Training: &t} })
 }
 
 // Dropped records that a group of prompt was discarded as over-stale.
-func (l *Ledger) Dropped(prompt string) { l.update(prompt, func(e *Entry) { e.Dropped++ }) }
+func (l *Ledger) Dropped(prompt string) { l.count(prompt, "dropped", func(e *Entry) { e.Dropped++ }) }
 
 // Requeued records that a group of prompt was over-stale and its prompt
 // went back to the dataset.
-func (l *Ledger) Requeued(prompt string) { l.update(prompt, func(e *Entry) { e.Requeued++ }) }
+func (l *Ledger) Requeued(prompt string) {
+	l.count(prompt, "requeued", func(e *Entry) { e.Requeued++ })
+}
 
 // LeftOver records that a group of prompt was still in the buffer when the
 // run ended.
-func (l *Ledger) LeftOver(prompt string) { l.update(prompt, func(e *Entry) { e.LeftOver++ }) }
+func (l *Ledger) LeftOver(prompt string) {
+	l.count(prompt, "left_over", func(e *Entry) { e.LeftOver++ })
+}
 
 // Unconfirmed records that a group of prompt was in a step the trainer did
 // not confirm.
-func (l *Ledger) Unconfirmed(prompt string) { l.update(prompt, func(e *Entry) { e.Unconfirmed++ }) }
+func (l *Ledger) Unconfirmed(prompt string) {
+	l.count(prompt, "unconfirmed", func(e *Entry) { e.Unconfirmed++ })
+}
 
 // Entries returns a copy of every entry, in the order prompts were first
 // handed out.

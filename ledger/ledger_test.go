@@ -167,3 +167,25 @@ func TestJSONLRoundTrip(t *testing.T) {
 	}
 	assert.Equal(t, l.Entries(), back)
 }
+
+// A watcher sees each change once, with what it carries; nil stops it.
+func TestWatch(t *testing.T) {
+	t.Parallel()
+	var l Ledger
+	var got []Change
+	l.Watch(func(c Change) { got = append(got, c) })
+	l.Taken("a")
+	l.Trained("a", Training{Step: 1, Version: 2})
+	l.Taken("b")
+	l.Failed("b", &rollout.PanicError{Where: "reward"})
+	l.Taken("c")
+	l.Requeued("c")
+	l.Watch(nil)
+	l.Taken("c")
+	require.Len(t, got, 6)
+	assert.Equal(t, Change{Prompt: "a", Event: "taken"}, got[0])
+	assert.Equal(t, Change{Prompt: "a", Event: "trained", Training: &Training{Step: 1, Version: 2}}, got[1])
+	assert.Equal(t, Change{Prompt: "b", Event: "failed", Kind: "panic:reward"}, got[3])
+	assert.Equal(t, Change{Prompt: "c", Event: "requeued"}, got[5])
+	assert.Equal(t, 2, l.Entries()[2].HandedOut, "recording goes on without a watcher")
+}

@@ -29,7 +29,7 @@ type learner struct {
 	syncer  *weights.Syncer
 	runner  *rollout.Runner
 	workers *rollout.Workers
-	obs     *observerQueue
+	obs     *observerQueue[StepMetrics]
 
 	start, version policy.Version
 	steps          int

@@ -52,6 +52,13 @@ type Deps struct {
 	// package ledger). It costs one short lock per event; nil records
 	// nothing.
 	Ledger *ledger.Ledger
+	// LedgerObserver, if set, receives every change of Ledger (which it
+	// requires) from its own goroutine, each prompt's changes in the order
+	// they happened (changes of different prompts may interleave in another
+	// order than the ledger's first-hand-out order): a slow observer never
+	// blocks the loop (changes beyond a queue of 65,536 are dropped and
+	// counted in the Report). Run watches Ledger while it runs.
+	LedgerObserver func(ledger.Change)
 }
 
 // Report is what a run did, returned by Loop.Report after Run.
@@ -82,9 +89,10 @@ type Report struct {
 	// Ledger summarises Deps.Ledger at the end of the run (nil without
 	// one).
 	Ledger *ledger.Summary
-	// ObserverDropped counts metrics the observer was too slow to take.
-	ObserverDropped int64
-	Elapsed         time.Duration
+	// ObserverDropped counts metrics the observer was too slow to take;
+	// LedgerObserverDropped the ledger changes its observer missed.
+	ObserverDropped, LedgerObserverDropped int64
+	Elapsed                                time.Duration
 }
 
 // Loop is one configured run. Create it with New and start it with Run.
@@ -112,6 +120,8 @@ func New(cfg rl.Config, deps Deps) (*Loop, error) {
 		return nil, errors.New("loop: Deps.Samplers is empty; need at least one sampler")
 	case deps.Dataset == nil:
 		return nil, errors.New("loop: Deps.Dataset is nil")
+	case deps.LedgerObserver != nil && deps.Ledger == nil:
+		return nil, errors.New("loop: Deps.LedgerObserver needs a Deps.Ledger to observe")
 	}
 	for i, s := range deps.Samplers {
 		if s == nil {
@@ -214,7 +224,14 @@ func (l *Loop) Run(ctx context.Context) (err error) {
 	defer stopRun(nil)
 	workCtx, stopWork := context.WithCancelCause(runCtx)
 	defer stopWork(nil)
-	var obs *observerQueue
+	var ledObs *observerQueue[ledger.Change]
+	var ledWG conc.WaitGroup
+	if led != nil && deps.LedgerObserver != nil {
+		ledObs = newObserverQueue(deps.LedgerObserver, 1<<16)
+		led.Watch(ledObs.push)
+		ledWG.Go(func() { ledObs.run(context.WithoutCancel(ctx)) })
+	}
+	var obs *observerQueue[StepMetrics]
 	if deps.Observer != nil {
 		obs = newObserverQueue(deps.Observer, 1024)
 	}
@@ -256,6 +273,12 @@ func (l *Loop) Run(ctx context.Context) (err error) {
 		forPrompts(rep.Unconfirmed, led.Unconfirmed)
 		sum := led.Summary()
 		rep.Ledger = &sum
+	}
+	if ledObs != nil {
+		led.Watch(nil)
+		ledObs.close()
+		ledWG.Wait()
+		rep.LedgerObserverDropped = ledObs.dropped.Load()
 	}
 	if obs != nil {
 		rep.ObserverDropped = obs.dropped.Load()

@@ -61,24 +61,24 @@ type StepMetrics struct {
 	Total   time.Duration `json:"total_ns"`
 }
 
-// observerQueue delivers metrics to the observer from its own goroutine so
-// that a slow observer never blocks the learner: when the queue is full
-// the newest metrics are dropped and counted.
-type observerQueue struct {
-	fn      func(StepMetrics)
+// observerQueue delivers values (step metrics, ledger changes) to an
+// observer from its own goroutine so that a slow observer never blocks the
+// loop: when the queue is full the newest values are dropped and counted.
+type observerQueue[T any] struct {
+	fn      func(T)
 	mu      sync.Mutex
-	q       []StepMetrics
+	q       []T
 	wake    chan struct{} // size 1: a pending wake-up
 	closed  bool
 	dropped atomic.Int64
 	limit   int
 }
 
-func newObserverQueue(fn func(StepMetrics), limit int) *observerQueue {
-	return &observerQueue{fn: fn, wake: make(chan struct{}, 1), limit: limit}
+func newObserverQueue[T any](fn func(T), limit int) *observerQueue[T] {
+	return &observerQueue[T]{fn: fn, wake: make(chan struct{}, 1), limit: limit}
 }
 
-func (o *observerQueue) push(m StepMetrics) {
+func (o *observerQueue[T]) push(m T) {
 	if o == nil {
 		return
 	}
@@ -97,7 +97,7 @@ func (o *observerQueue) push(m StepMetrics) {
 }
 
 // close makes run return once the queue is empty.
-func (o *observerQueue) close() {
+func (o *observerQueue[T]) close() {
 	o.mu.Lock()
 	o.closed = true
 	o.mu.Unlock()
@@ -108,7 +108,7 @@ func (o *observerQueue) close() {
 }
 
 // run delivers queued metrics until close (all delivered) or ctx ends.
-func (o *observerQueue) run(ctx context.Context) {
+func (o *observerQueue[T]) run(ctx context.Context) {
 	for {
 		o.mu.Lock()
 		batch := o.q

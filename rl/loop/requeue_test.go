@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -74,8 +76,10 @@ func runFiniteRequeue(t *testing.T, seed uint64, r requeueRun) {
 	alg := newTrainedKeys(t)
 	var c collector
 	led := &ledger.Ledger{}
+	var changes []ledger.Change // the observer's goroutine appends; read after Run
 	l, err := New(cfg, Deps{Trainer: sim.NewTrainer(sim.TrainerConfig{}), Samplers: samplers, Dataset: data,
-		Algorithm: alg, Observer: c.observe, Ledger: led})
+		Algorithm: alg, Observer: c.observe, Ledger: led,
+		LedgerObserver: func(ch ledger.Change) { changes = append(changes, ch) }})
 	require.NoError(t, err)
 	require.NoError(t, l.Run(context.Background()), "data exhausted")
 	rep := l.Report()
@@ -99,6 +103,13 @@ func runFiniteRequeue(t *testing.T, seed uint64, r requeueRun) {
 	assert.Equal(t, r.prompts, sum.TrainedOnce)
 	assert.Zero(t, sum.NeverTrainedCount)
 	assert.Equal(t, st.Requeued, int64(sum.Totals.Requeued))
+	// The observer saw every change: replayed, they make the same ledger.
+	require.Zero(t, rep.LedgerObserverDropped)
+	byPrompt := func(es []ledger.Entry) []ledger.Entry {
+		slices.SortFunc(es, func(a, b ledger.Entry) int { return strings.Compare(a.Prompt, b.Prompt) })
+		return es
+	}
+	require.Equal(t, byPrompt(led.Entries()), byPrompt(replay(t, changes)))
 	for _, e := range led.Entries() {
 		require.Equal(t, 1, e.Trained, "%+v", e)
 		require.Equal(t, 1+e.Requeued, e.HandedOut, "each requeue hands the prompt out again: %+v", e)
@@ -154,4 +165,33 @@ func TestRequeueLosesNoPrompt(t *testing.T) {
 			runFiniteRequeue(t, seed, r)
 		})
 	}
+}
+
+// replay applies observed ledger changes to a new ledger and returns its
+// entries.
+func replay(t *testing.T, changes []ledger.Change) []ledger.Entry {
+	t.Helper()
+	var l ledger.Ledger
+	for _, c := range changes {
+		switch c.Event {
+		case "taken":
+			l.Taken(c.Prompt)
+		case "trained":
+			require.NotNil(t, c.Training)
+			l.Trained(c.Prompt, *c.Training)
+		case "requeued":
+			l.Requeued(c.Prompt)
+		case "dropped":
+			l.Dropped(c.Prompt)
+		case "abandoned":
+			l.Abandoned(c.Prompt)
+		case "left_over":
+			l.LeftOver(c.Prompt)
+		case "unconfirmed":
+			l.Unconfirmed(c.Prompt)
+		default:
+			t.Fatalf("unexpected change %+v", c)
+		}
+	}
+	return l.Entries()
 }
