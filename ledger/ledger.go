@@ -73,7 +73,9 @@ type Change struct {
 	// Event is taken, trained, dropped, requeued, failed, abandoned,
 	// left_over or unconfirmed.
 	Event string `json:"event"`
-	// Training is set for trained; Kind, the error kind, for failed.
+	// Training is set for trained; Kind says why for failed (the error
+	// kind, see Kind) and for dropped and requeued ("over_stale": the
+	// group's staleness exceeded the maximum, the one reason there is).
 	Training *Training `json:"training,omitempty"`
 	Kind     string    `json:"kind,omitempty"`
 }
@@ -164,8 +166,18 @@ func (l *Ledger) Abandoned(prompt string) {
 // count records a change that only counts.
 func (l *Ledger) count(prompt, event string, f func(*Entry)) {
 	l.update(prompt, f)
-	l.emit(func() Change { return Change{Prompt: prompt, Event: event} })
+	l.emit(func() Change {
+		c := Change{Prompt: prompt, Event: event}
+		if event == "dropped" || event == "requeued" {
+			c.Kind = OverStale
+		}
+		return c
+	})
 }
+
+// OverStale is why a group is dropped or requeued: its staleness exceeded
+// the run's maximum.
+const OverStale = "over_stale"
 
 // Trained records that a group of prompt was trained.
 func (l *Ledger) Trained(prompt string, t Training) {

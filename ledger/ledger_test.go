@@ -186,6 +186,6 @@ func TestWatch(t *testing.T) {
 	assert.Equal(t, Change{Prompt: "a", Event: "taken"}, got[0])
 	assert.Equal(t, Change{Prompt: "a", Event: "trained", Training: &Training{Step: 1, Version: 2}}, got[1])
 	assert.Equal(t, Change{Prompt: "b", Event: "failed", Kind: "panic:reward"}, got[3])
-	assert.Equal(t, Change{Prompt: "c", Event: "requeued"}, got[5])
+	assert.Equal(t, Change{Prompt: "c", Event: "requeued", Kind: OverStale}, got[5])
 	assert.Equal(t, 2, l.Entries()[2].HandedOut, "recording goes on without a watcher")
 }
