@@ -27,6 +27,39 @@ func cancelled() context.Context {
 	return ctx
 }
 
+// taken is what a Take run by takeAsync returned.
+type taken struct {
+	gs  []rl.Group
+	err error
+}
+
+// takeAsync runs b.Take(ctx, step, nil) on a goroutine of its own; its
+// result comes on the channel.
+func takeAsync(ctx context.Context, b *Buffer, step policy.Version) <-chan taken {
+	out := make(chan taken, 1)
+	go func() {
+		gs, err := b.Take(ctx, step, nil)
+		out <- taken{gs, err}
+	}()
+	return out
+}
+
+// oneShort returns a buffer of batches of two, serving version 0, with two
+// rollouts admitted and the first one's group put: one group short of a
+// batch. adm holds the two admissions' versions.
+func oneShort(t *testing.T) (b *Buffer, adm [2]policy.Version) {
+	t.Helper()
+	b, err := New(Config{GroupsPerBatch: 2}, nil)
+	require.NoError(t, err)
+	b.Serve(0)
+	for i := range adm {
+		adm[i], err = b.Admit(context.Background())
+		require.NoError(t, err)
+	}
+	require.NoError(t, b.Put(context.Background(), rl.Group{Admitted: adm[0]}))
+	return b, adm
+}
+
 // waitUntil returns once cond, read under b's lock, holds: for a goroutine
 // to be queued in b. It yields rather than sleeps, so it takes as long as
 // the goroutines take to get there, on any machine; no deadline is guessed
@@ -87,15 +120,7 @@ func TestTakeWaitsCloseDrains(t *testing.T) {
 	require.NoError(t, err)
 	ctx := context.Background()
 	b.Serve(0)
-	type res struct {
-		gs  []rl.Group
-		err error
-	}
-	out := make(chan res, 1)
-	go func() {
-		gs, err := b.Take(ctx, 0, nil)
-		out <- res{gs, err}
-	}()
+	out := takeAsync(ctx, b, 0)
 	for id := range uint64(2) {
 		v, err := b.Admit(ctx)
 		require.NoError(t, err)

@@ -10,6 +10,18 @@ import (
 	"github.com/tandemrl/tandem/rl"
 )
 
+// awaitAsync runs b.AwaitRefill(ctx, seen) on a goroutine of its own and
+// sends what it returned; an error fails t.
+func awaitAsync(t *testing.T, ctx context.Context, b *Buffer, seen uint64) <-chan bool {
+	out := make(chan bool, 1)
+	go func() {
+		more, err := b.AwaitRefill(ctx, seen)
+		assert.NoError(t, err)
+		out <- more
+	}()
+	return out
+}
+
 // Under drop and pace nothing comes back to the dataset: a worker that
 // found it empty stops at once.
 func TestAwaitRefillOnlyWithRequeue(t *testing.T) {
@@ -43,12 +55,7 @@ func TestShortLastBatchThenClosed(t *testing.T) {
 	require.NoError(t, err)
 	seen := b.Refills()
 	b.Fail(v)
-	res := make(chan bool, 1)
-	go func() {
-		more, err := b.AwaitRefill(ctx, seen)
-		assert.NoError(t, err)
-		res <- more
-	}()
+	res := awaitAsync(t, ctx, b, seen)
 	waitUntil(b, func() bool { return b.refill.Len() == 1 })
 	select {
 	case <-res:
@@ -81,24 +88,16 @@ func TestShortLastBatchGrantedToWaitingTake(t *testing.T) {
 	v2, err := b.Admit(ctx)
 	require.NoError(t, err)
 	require.NoError(t, b.Put(ctx, rl.Group{Admitted: v1, Version: v1}))
-	taken := make(chan []rl.Group, 1)
-	go func() {
-		got, err := b.Take(ctx, 0, nil)
-		assert.NoError(t, err)
-		taken <- got
-	}()
+	took := takeAsync(ctx, b, 0)
 	waitUntil(b, func() bool { return b.taker.Len() == 1 })
 	// Worker 2 finds the dataset empty and waits; its rollout is still
 	// counted until it releases the admission, so nothing ends yet.
-	parked := make(chan bool, 1)
 	seen := b.Refills()
 	b.Fail(v2)
-	go func() {
-		more, err := b.AwaitRefill(ctx, seen)
-		assert.NoError(t, err)
-		parked <- more
-	}()
-	assert.Len(t, <-taken, 1)
+	parked := awaitAsync(t, ctx, b, seen)
+	r := <-took
+	require.NoError(t, r.err)
+	assert.Len(t, r.gs, 1)
 	assert.False(t, <-parked)
 }
 
@@ -123,22 +122,13 @@ func TestRequeueWakesWaitingWorker(t *testing.T) {
 	require.NoError(t, err)
 	seen := b.Refills()
 	b.Fail(w)
-	woken := make(chan bool, 1)
-	go func() {
-		more, err := b.AwaitRefill(ctx, seen)
-		assert.NoError(t, err)
-		woken <- more
-	}()
+	woken := awaitAsync(t, ctx, b, seen)
 	waitUntil(b, func() bool { return b.refill.Len() == 1 })
 
 	// The learner at version 1: the held group (version 0, k = 0) is
 	// over-stale and goes back to the dataset.
 	tctx, stop := context.WithCancelCause(ctx)
-	took := make(chan error, 1)
-	go func() {
-		_, err := b.Take(tctx, 1, nil)
-		took <- err
-	}()
+	took := takeAsync(tctx, b, 1)
 	<-handed
 	b.mu.Lock()
 	assert.False(t, b.closed, "not closed while a prompt is on its way back")
@@ -148,6 +138,6 @@ func TestRequeueWakesWaitingWorker(t *testing.T) {
 	assert.True(t, <-woken, "the worker is told to ask the dataset again")
 	assert.Equal(t, seen+1, b.Refills())
 	stop(errGone)
-	assert.ErrorIs(t, <-took, errGone)
+	assert.ErrorIs(t, (<-took).err, errGone)
 	assert.Equal(t, int64(1), b.Stats().Requeued)
 }

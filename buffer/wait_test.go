@@ -107,26 +107,9 @@ func TestPutGrantRacesCancel(t *testing.T) {
 func TestTakeGrantRacesCancelKeeps(t *testing.T) {
 	t.Parallel()
 	for range 32 {
-		b, err := New(Config{GroupsPerBatch: 2}, nil)
-		require.NoError(t, err)
-		b.Serve(0)
-		bg := context.Background()
-		var adm [2]policy.Version
-		for i := range adm {
-			adm[i], err = b.Admit(bg)
-			require.NoError(t, err)
-		}
-		require.NoError(t, b.Put(bg, rl.Group{Admitted: adm[0]}))
-		ctx, cancel := context.WithCancelCause(bg)
-		type res struct {
-			gs  []rl.Group
-			err error
-		}
-		out := make(chan res, 1)
-		go func() {
-			gs, err := b.Take(ctx, 0, nil)
-			out <- res{gs, err}
-		}()
+		b, adm := oneShort(t)
+		ctx, cancel := context.WithCancelCause(context.Background())
+		out := takeAsync(ctx, b, 0)
 		waitUntil(b, func() bool { return b.taker.Len() == 1 })
 		b.change(func() {
 			cancel(errGone)
@@ -142,16 +125,8 @@ func TestTakeGrantRacesCancelKeeps(t *testing.T) {
 
 func TestTakeCancel(t *testing.T) {
 	t.Parallel()
-	b, err := New(Config{GroupsPerBatch: 2}, nil)
-	require.NoError(t, err)
-	b.Serve(0)
+	b, adm := oneShort(t)
 	bg := context.Background()
-	var adm [2]policy.Version
-	for i := range adm {
-		adm[i], err = b.Admit(bg)
-		require.NoError(t, err)
-	}
-	require.NoError(t, b.Put(bg, rl.Group{Admitted: adm[0]}))
 
 	dst := []rl.Group{{ID: 99}}
 	got, err := b.Take(cancelled(), 0, dst)
@@ -159,11 +134,10 @@ func TestTakeCancel(t *testing.T) {
 	assert.Equal(t, []uint64{99}, ids(got), "dst comes back as it was")
 
 	ctx, cancel := context.WithCancelCause(bg)
-	errc := make(chan error, 1)
-	go func() { _, err := b.Take(ctx, 0, nil); errc <- err }()
+	out := takeAsync(ctx, b, 0)
 	waitUntil(b, func() bool { return b.taker.Len() == 1 })
 	cancel(errGone)
-	require.ErrorIs(t, <-errc, errGone)
+	require.ErrorIs(t, (<-out).err, errGone)
 	assert.Zero(t, b.Stats().Trained, "nothing taken")
 
 	require.NoError(t, b.Put(bg, rl.Group{Admitted: adm[1]}))

@@ -160,19 +160,13 @@ func (l *Ledger) Failed(prompt string, err error) {
 // Abandoned records that a rollout of prompt was cut short by shutdown (or
 // its group refused because the run was ending).
 func (l *Ledger) Abandoned(prompt string) {
-	l.count(prompt, "abandoned", func(e *Entry) { e.Abandoned++ })
+	l.count(prompt, "abandoned", "", func(e *Entry) { e.Abandoned++ })
 }
 
-// count records a change that only counts.
-func (l *Ledger) count(prompt, event string, f func(*Entry)) {
+// count records a change that only counts; kind is the change's Kind.
+func (l *Ledger) count(prompt, event, kind string, f func(*Entry)) {
 	l.update(prompt, f)
-	l.emit(func() Change {
-		c := Change{Prompt: prompt, Event: event}
-		if event == "dropped" || event == "requeued" {
-			c.Kind = OverStale
-		}
-		return c
-	})
+	l.emit(func() Change { return Change{Prompt: prompt, Event: event, Kind: kind} })
 }
 
 // OverStale is why a group is dropped or requeued: its staleness exceeded
@@ -189,24 +183,26 @@ func (l *Ledger) Trained(prompt string, t Training) {
 }
 
 // Dropped records that a group of prompt was discarded as over-stale.
-func (l *Ledger) Dropped(prompt string) { l.count(prompt, "dropped", func(e *Entry) { e.Dropped++ }) }
+func (l *Ledger) Dropped(prompt string) {
+	l.count(prompt, "dropped", OverStale, func(e *Entry) { e.Dropped++ })
+}
 
 // Requeued records that a group of prompt was over-stale and its prompt
 // went back to the dataset.
 func (l *Ledger) Requeued(prompt string) {
-	l.count(prompt, "requeued", func(e *Entry) { e.Requeued++ })
+	l.count(prompt, "requeued", OverStale, func(e *Entry) { e.Requeued++ })
 }
 
 // LeftOver records that a group of prompt was still in the buffer when the
 // run ended.
 func (l *Ledger) LeftOver(prompt string) {
-	l.count(prompt, "left_over", func(e *Entry) { e.LeftOver++ })
+	l.count(prompt, "left_over", "", func(e *Entry) { e.LeftOver++ })
 }
 
 // Unconfirmed records that a group of prompt was in a step the trainer did
 // not confirm.
 func (l *Ledger) Unconfirmed(prompt string) {
-	l.count(prompt, "unconfirmed", func(e *Entry) { e.Unconfirmed++ })
+	l.count(prompt, "unconfirmed", "", func(e *Entry) { e.Unconfirmed++ })
 }
 
 // Entries returns a copy of every entry, in the order prompts were first
