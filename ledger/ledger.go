@@ -63,7 +63,8 @@ func (e Entry) Outcomes() int {
 // wait for each other.
 type Ledger struct {
 	shards [numShards]shard
-	seq    atomic.Uint64 // numbers entries in first-hand-out order
+	hash   func(string) uint64 // nil: maphash (tests collide prompts on purpose)
+	seq    atomic.Uint64       // numbers entries in first-hand-out order
 	watch  atomic.Pointer[func(Change)]
 }
 
@@ -95,79 +96,153 @@ func (l *Ledger) Watch(fn func(Change)) {
 	l.watch.Store(&fn)
 }
 
-// emit tells the watcher, if any, of c.
-func (l *Ledger) emit(c func() Change) {
-	if w := l.watch.Load(); w != nil {
-		(*w)(c())
-	}
-}
-
 const numShards = 32
 
+// A shard finds entries by the 64-bit hash of their prompt, which costs
+// no string comparison on the way (a prompt's Key is usually the same
+// string each time, so the check that confirms a hit is a pointer
+// comparison); a prompt whose hash another prompt already holds lives in
+// spill.
 type shard struct {
-	mu sync.Mutex
-	m  map[string]*entry
-	_  [40]byte // keep neighbouring shards' locks off one cache line
+	mu    sync.Mutex
+	m     map[uint64]*entry
+	spill map[string]*entry
+	slab  []entry // entries not yet handed out, allocated slabSize at a time
+	_     [8]byte // keep neighbouring shards' locks off one cache line
 }
 
-// entry is an Entry with its place in the order and room for its first
-// training, so that a prompt trained once costs no second allocation.
+// slabSize is how many entries a shard allocates at once: one allocation
+// per slabSize new prompts instead of one per prompt.
+const slabSize = 64
+
+// The counters of an entry, in entry.n.
+const (
+	nHandedOut = iota
+	nTrained
+	nDropped
+	nRequeued
+	nFailed
+	nAbandoned
+	nLeftOver
+	nUnconfirmed
+	numCounters
+)
+
+// entry is the stored form of an Entry: compact counters (uint32: four
+// billion hand-outs of one prompt would wrap), its place in the
+// order, and room for its first training inline, so that a prompt trained
+// once costs no allocation of its own.
 type entry struct {
-	Entry
-	seq   uint64
-	first [1]Training
+	prompt   string
+	seq      uint64
+	n        [numCounters]uint32
+	first    Training
+	more     []Training // the trainings after the first
+	failures map[string]int
+}
+
+// public returns e as an Entry that shares nothing with e.
+func (e *entry) public() Entry {
+	out := Entry{
+		Prompt: e.prompt, HandedOut: int(e.n[nHandedOut]), Trained: int(e.n[nTrained]),
+		Dropped: int(e.n[nDropped]), Requeued: int(e.n[nRequeued]), Failed: int(e.n[nFailed]),
+		Abandoned: int(e.n[nAbandoned]), LeftOver: int(e.n[nLeftOver]), Unconfirmed: int(e.n[nUnconfirmed]),
+	}
+	if e.n[nTrained] > 0 {
+		out.TrainedAt = make([]Training, 0, 1+len(e.more))
+		out.TrainedAt = append(append(out.TrainedAt, e.first), e.more...)
+	}
+	if e.failures != nil {
+		out.Failures = maps.Clone(e.failures)
+	}
+	return out
 }
 
 // seed hashes prompts to shards; any seed spreads them.
 var seed = maphash.MakeSeed()
 
-func (l *Ledger) update(prompt string, f func(*Entry)) {
-	sh := &l.shards[maphash.String(seed, prompt)%numShards]
-	sh.mu.Lock()
-	e, ok := sh.m[prompt]
-	if !ok {
-		if sh.m == nil {
-			sh.m = make(map[string]*entry)
-		}
-		e = &entry{Entry: Entry{Prompt: prompt}, seq: l.seq.Add(1)}
-		e.TrainedAt = e.first[:0]
-		sh.m[prompt] = e
+// lock returns prompt's entry, created if new, with its shard locked; the
+// caller unlocks the shard.
+func (l *Ledger) lock(prompt string) (*shard, *entry) {
+	var h uint64
+	if l.hash != nil {
+		h = l.hash(prompt)
+	} else {
+		h = maphash.String(seed, prompt)
 	}
-	f(&e.Entry)
+	sh := &l.shards[h%numShards]
+	sh.mu.Lock()
+	e := sh.m[h]
+	if e != nil && e.prompt == prompt {
+		return sh, e
+	}
+	if e != nil {
+		if e = sh.spill[prompt]; e != nil {
+			return sh, e
+		}
+	}
+	if len(sh.slab) == 0 {
+		sh.slab = make([]entry, slabSize)
+	}
+	fresh := &sh.slab[0]
+	sh.slab = sh.slab[1:]
+	fresh.prompt, fresh.seq = prompt, l.seq.Add(1)
+	switch {
+	case sh.m == nil:
+		sh.m = map[uint64]*entry{h: fresh}
+	case sh.m[h] == nil:
+		sh.m[h] = fresh
+	default:
+		if sh.spill == nil {
+			sh.spill = make(map[string]*entry)
+		}
+		sh.spill[prompt] = fresh
+	}
+	return sh, fresh
+}
+
+// each calls f on every entry of sh, which the caller has locked.
+func (sh *shard) each(f func(*entry)) {
+	for _, e := range sh.m {
+		f(e)
+	}
+	for _, e := range sh.spill {
+		f(e)
+	}
+}
+
+// add counts one change of prompt under counter c and tells the watcher.
+func (l *Ledger) add(prompt string, c int, event, kind string) {
+	sh, e := l.lock(prompt)
+	e.n[c]++
 	sh.mu.Unlock()
+	if w := l.watch.Load(); w != nil {
+		(*w)(Change{Prompt: prompt, Event: event, Kind: kind})
+	}
 }
 
 // Taken records that prompt was handed out (taken from the dataset).
-func (l *Ledger) Taken(prompt string) {
-	l.update(prompt, func(e *Entry) { e.HandedOut++ })
-	l.emit(func() Change { return Change{Prompt: prompt, Event: "taken"} })
-}
+func (l *Ledger) Taken(prompt string) { l.add(prompt, nHandedOut, "taken", "") }
 
 // Failed records that a rollout of prompt failed with err; the entry counts
 // it under Kind(err).
 func (l *Ledger) Failed(prompt string, err error) {
 	kind := Kind(err)
-	l.update(prompt, func(e *Entry) {
-		e.Failed++
-		if e.Failures == nil {
-			e.Failures = make(map[string]int, 1)
-		}
-		e.Failures[kind]++
-	})
-	l.emit(func() Change { return Change{Prompt: prompt, Event: "failed", Kind: kind} })
+	sh, e := l.lock(prompt)
+	e.n[nFailed]++
+	if e.failures == nil {
+		e.failures = make(map[string]int, 1)
+	}
+	e.failures[kind]++
+	sh.mu.Unlock()
+	if w := l.watch.Load(); w != nil {
+		(*w)(Change{Prompt: prompt, Event: "failed", Kind: kind})
+	}
 }
 
 // Abandoned records that a rollout of prompt was cut short by shutdown (or
 // its group refused because the run was ending).
-func (l *Ledger) Abandoned(prompt string) {
-	l.count(prompt, "abandoned", "", func(e *Entry) { e.Abandoned++ })
-}
-
-// count records a change that only counts; kind is the change's Kind.
-func (l *Ledger) count(prompt, event, kind string, f func(*Entry)) {
-	l.update(prompt, f)
-	l.emit(func() Change { return Change{Prompt: prompt, Event: event, Kind: kind} })
-}
+func (l *Ledger) Abandoned(prompt string) { l.add(prompt, nAbandoned, "abandoned", "") }
 
 // OverStale is why a group is dropped or requeued: its staleness exceeded
 // the run's maximum.
@@ -175,60 +250,54 @@ const OverStale = "over_stale"
 
 // Trained records that a group of prompt was trained.
 func (l *Ledger) Trained(prompt string, t Training) {
-	l.update(prompt, func(e *Entry) {
-		e.Trained++
-		e.TrainedAt = append(e.TrainedAt, t)
-	})
-	l.emit(func() Change { return Change{Prompt: prompt, Event: "trained", Training: &t} })
+	sh, e := l.lock(prompt)
+	if e.n[nTrained] == 0 {
+		e.first = t
+	} else {
+		e.more = append(e.more, t)
+	}
+	e.n[nTrained]++
+	sh.mu.Unlock()
+	if w := l.watch.Load(); w != nil {
+		c := Change{Prompt: prompt, Event: "trained", Training: new(Training)}
+		*c.Training = t // a copy, so that t itself never escapes
+		(*w)(c)
+	}
 }
 
 // Dropped records that a group of prompt was discarded as over-stale.
-func (l *Ledger) Dropped(prompt string) {
-	l.count(prompt, "dropped", OverStale, func(e *Entry) { e.Dropped++ })
-}
+func (l *Ledger) Dropped(prompt string) { l.add(prompt, nDropped, "dropped", OverStale) }
 
 // Requeued records that a group of prompt was over-stale and its prompt
 // went back to the dataset.
-func (l *Ledger) Requeued(prompt string) {
-	l.count(prompt, "requeued", OverStale, func(e *Entry) { e.Requeued++ })
-}
+func (l *Ledger) Requeued(prompt string) { l.add(prompt, nRequeued, "requeued", OverStale) }
 
 // LeftOver records that a group of prompt was still in the buffer when the
 // run ended.
-func (l *Ledger) LeftOver(prompt string) {
-	l.count(prompt, "left_over", "", func(e *Entry) { e.LeftOver++ })
-}
+func (l *Ledger) LeftOver(prompt string) { l.add(prompt, nLeftOver, "left_over", "") }
 
 // Unconfirmed records that a group of prompt was in a step the trainer did
 // not confirm.
-func (l *Ledger) Unconfirmed(prompt string) {
-	l.count(prompt, "unconfirmed", "", func(e *Entry) { e.Unconfirmed++ })
-}
+func (l *Ledger) Unconfirmed(prompt string) { l.add(prompt, nUnconfirmed, "unconfirmed", "") }
 
 // Entries returns a copy of every entry, in the order prompts were first
 // handed out.
 func (l *Ledger) Entries() []Entry {
-	var all []*entry
+	type ordered struct {
+		seq uint64
+		e   Entry
+	}
+	var all []ordered
 	for i := range l.shards {
 		sh := &l.shards[i]
 		sh.mu.Lock()
-		for _, e := range sh.m {
-			c := &entry{Entry: e.Entry, seq: e.seq}
-			c.TrainedAt = slices.Clone(e.TrainedAt)
-			if len(c.TrainedAt) == 0 {
-				c.TrainedAt = nil
-			}
-			if e.Failures != nil {
-				c.Failures = maps.Clone(e.Failures)
-			}
-			all = append(all, c)
-		}
+		sh.each(func(e *entry) { all = append(all, ordered{e.seq, e.public()}) })
 		sh.mu.Unlock()
 	}
-	slices.SortFunc(all, func(a, b *entry) int { return cmp.Compare(a.seq, b.seq) })
+	slices.SortFunc(all, func(a, b ordered) int { return cmp.Compare(a.seq, b.seq) })
 	out := make([]Entry, len(all))
-	for i, e := range all {
-		out[i] = e.Entry
+	for i := range all {
+		out[i] = all[i].e
 	}
 	return out
 }
@@ -286,26 +355,26 @@ func (l *Ledger) Summary() Summary {
 	for i := range l.shards {
 		sh := &l.shards[i]
 		sh.mu.Lock()
-		for _, e := range sh.m {
+		sh.each(func(e *entry) {
 			s.Prompts++
-			if e.Trained > 0 {
+			if e.n[nTrained] > 0 {
 				s.TrainedOnce++
 			} else {
 				s.NeverTrainedCount++
-				never = append(never, named{e.seq, Count{Prompt: e.Prompt}})
+				never = append(never, named{e.seq, Count{Prompt: e.prompt}})
 			}
-			if e.Requeued > 0 {
-				req = append(req, named{e.seq, Count{e.Prompt, e.Requeued}})
+			if r := e.n[nRequeued]; r > 0 {
+				req = append(req, named{e.seq, Count{e.prompt, int(r)}})
 			}
-			t.HandedOut += e.HandedOut
-			t.Trained += e.Trained
-			t.Dropped += e.Dropped
-			t.Requeued += e.Requeued
-			t.Failed += e.Failed
-			t.Abandoned += e.Abandoned
-			t.LeftOver += e.LeftOver
-			t.Unconfirmed += e.Unconfirmed
-		}
+			t.HandedOut += int(e.n[nHandedOut])
+			t.Trained += int(e.n[nTrained])
+			t.Dropped += int(e.n[nDropped])
+			t.Requeued += int(e.n[nRequeued])
+			t.Failed += int(e.n[nFailed])
+			t.Abandoned += int(e.n[nAbandoned])
+			t.LeftOver += int(e.n[nLeftOver])
+			t.Unconfirmed += int(e.n[nUnconfirmed])
+		})
 		sh.mu.Unlock()
 	}
 	slices.SortFunc(never, func(a, b named) int { return cmp.Compare(a.seq, b.seq) })
@@ -330,4 +399,28 @@ func JSONL(entries []Entry) ([]byte, error) {
 		}
 	}
 	return buf.Bytes(), nil
+}
+
+// Reserve makes room for n more prompts, so that a run that knows the size
+// of its dataset does not grow the ledger's tables as it goes.
+func (l *Ledger) Reserve(n int) {
+	if n <= 0 {
+		return
+	}
+	per := n/numShards + n/numShards/8 + 1 // a hash spreads prompts a little unevenly
+	for i := range l.shards {
+		sh := &l.shards[i]
+		sh.mu.Lock()
+		if sh.m == nil {
+			sh.m = make(map[uint64]*entry, per)
+		} else {
+			grown := make(map[uint64]*entry, len(sh.m)+per)
+			maps.Copy(grown, sh.m)
+			sh.m = grown
+		}
+		if len(sh.slab) < per {
+			sh.slab = make([]entry, per)
+		}
+		sh.mu.Unlock()
+	}
 }

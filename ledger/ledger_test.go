@@ -19,9 +19,23 @@ import (
 
 // A naive reference: random events on random prompts, applied to a Ledger
 // from several goroutines and to plain counters; entries, check and
-// summary agree.
+// summary agree — with the ledger's own hash, with one under which many
+// prompts collide (the spill path), and with room reserved up front.
 func TestLedgerAgreesWithCounters(t *testing.T) {
 	t.Parallel()
+	for name, fresh := range map[string]func() *Ledger{
+		"maphash":  func() *Ledger { return &Ledger{} },
+		"collide":  func() *Ledger { return &Ledger{hash: func(s string) uint64 { return uint64(len(s) % 3) }} },
+		"reserved": func() *Ledger { l := &Ledger{}; l.Reserve(10); return l },
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			agreesWithCounters(t, fresh)
+		})
+	}
+}
+
+func agreesWithCounters(t *testing.T, fresh func() *Ledger) {
 	for seed := range uint64(50) {
 		rng := rand.New(rand.NewPCG(seed, 1))
 		n := 1 + rng.IntN(30)
@@ -59,10 +73,10 @@ func TestLedgerAgreesWithCounters(t *testing.T) {
 		}
 		// Each prompt's hand-out precedes its outcome; the pairs run
 		// concurrently.
-		var l Ledger
+		l := fresh()
 		var wg sync.WaitGroup
 		for i := 0; i < len(ops); i += 2 {
-			wg.Go(func() { ops[i](&l); ops[i+1](&l) })
+			wg.Go(func() { ops[i](l); ops[i+1](l) })
 		}
 		wg.Wait()
 		require.NoError(t, l.Check())

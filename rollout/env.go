@@ -159,6 +159,10 @@ func (d *SliceDataset) Next(ctx context.Context) (Problem, error) {
 	return p, nil
 }
 
+// Len returns the number of items in the slice: how many distinct problems
+// the dataset serves (loop.Run sizes its ledger by it).
+func (d *SliceDataset) Len() int { return len(d.items) }
+
 // Requeue implements Dataset.
 func (d *SliceDataset) Requeue(p Problem) {
 	d.mu.Lock()

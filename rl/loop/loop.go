@@ -217,6 +217,16 @@ func (l *Loop) Run(ctx context.Context) (err error) {
 			deps.Logger.Debug("loop: rollout failed", "err", err)
 		}}
 	if led != nil {
+		if d, ok := deps.Dataset.(interface{ Len() int }); ok {
+			// A dataset of known size: the ledger need not grow its
+			// tables as it goes. A run of few steps hands out at most
+			// a few batches more than it trains.
+			n := d.Len()
+			if cfg.Steps > 0 {
+				n = min(n, (cfg.Steps+cfg.MaxStaleness+2)*cfg.GroupsPerBatch)
+			}
+			led.Reserve(n)
+		}
 		workers.Track = led
 	}
 
