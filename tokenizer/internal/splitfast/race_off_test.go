@@ -1,0 +1,5 @@
+//go:build !race
+
+package splitfast
+
+const raceEnabled = false
