@@ -9,6 +9,7 @@
 //	tandem serve          host the embedded engine over the Tinker API
 //	tandem checkpoints    list | source | download | export
 //	tandem pretrain       reproduce the shipped base model from its seed
+//	tandem tokenize       encode, decode and render chats with a Hugging Face tokenizer
 //
 // Run "tandem <command> -h" for a command's flags.
 package main
@@ -36,6 +37,7 @@ func commands() []command {
 		{"serve", "host the embedded engine behind the Tinker-compatible API", runServe},
 		{"checkpoints", "list, source, download or export checkpoints", runCheckpoints},
 		{"pretrain", "reproduce the shipped base model bit for bit from its seed", runPretrain},
+		{"tokenize", "encode, decode and render chats with a Hugging Face tokenizer (JSON lines)", runTokenize},
 	}
 }
 
