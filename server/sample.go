@@ -134,6 +134,9 @@ func (s *Server) asample(ctx context.Context, owner string, body []byte) (any, e
 		return nil, userErr(http.StatusBadRequest, "field min_policy_version: %d, but this call samples the base model %s (version 0); sample a sampler checkpoint (model_path) instead", *req.MinPolicyVersion, t.base)
 	}
 	params := req.SamplingParams.ToRL(s.cfg.DefaultMaxTokens)
+	// The request's own flag (compute_logprobs, include_prompt_logprobs)
+	// goes to the sampler with the rest: without it no backend computes them.
+	params.PromptLogprobs = req.PromptLogprobs
 	spec, _ := s.modelSpec(t.base)
 	prompt := req.Prompt.AllTokens()
 	if err := checkTokens(spec, "prompt", prompt); err != nil {

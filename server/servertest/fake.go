@@ -302,9 +302,12 @@ func (s *Sampler) Sample(ctx context.Context, prompt rl.ModelInput, n int, p rl.
 	for _, t := range p.StopTokens {
 		stop[t] = true
 	}
-	out := rl.SampleOutput{Version: v, PromptLogprobs: make([]float64, len(toks))}
-	for i := 1; i < len(toks); i++ {
-		out.PromptLogprobs[i] = LogProb(theta, int64(toks[i]))
+	out := rl.SampleOutput{Version: v}
+	if p.PromptLogprobs { // only when asked, as the engine does
+		out.PromptLogprobs = make([]float64, len(toks))
+		for i := 1; i < len(toks); i++ {
+			out.PromptLogprobs[i] = LogProb(theta, int64(toks[i]))
+		}
 	}
 	for i := range n {
 		seq := rl.Sequence{StopReason: rl.StopLength}
