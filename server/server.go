@@ -133,6 +133,7 @@ func (s *Server) routes() {
 		m.Handle("GET "+api+pattern, s.authed(h))
 	}
 	get("get_server_capabilities", s.capabilities)
+	post("client/config", "", s.clientConfig)
 	post("create_session", "", s.createSession)
 	post("session_heartbeat", "", s.heartbeat)
 	post("telemetry", "", func(context.Context, string, []byte) (any, error) {
