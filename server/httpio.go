@@ -106,14 +106,16 @@ func newKeyring(keys []string) keyring {
 }
 
 // owner returns the tenant of the request's key: X-API-Key, else
-// Authorization: Bearer.
+// Authorization: Bearer (or Api-Key).
 func (k keyring) owner(r *http.Request) (string, error) {
 	key := r.Header.Get("X-API-Key")
 	if key == "" {
 		if auth := r.Header.Get("Authorization"); auth != "" {
 			scheme, rest, _ := strings.Cut(auth, " ")
-			if !strings.EqualFold(scheme, "Bearer") {
-				return "", userErr(http.StatusUnauthorized, "Authorization scheme %q unsupported; want Bearer <key> or an X-API-Key header", scheme)
+			// Bearer is Tinker's and Loops' clients' scheme; Api-Key is
+			// the one Baseten Loops documents for direct callers.
+			if !strings.EqualFold(scheme, "Bearer") && !strings.EqualFold(scheme, "Api-Key") {
+				return "", userErr(http.StatusUnauthorized, "Authorization scheme %q unsupported; want Bearer <key>, Api-Key <key> or an X-API-Key header", scheme)
 			}
 			key = strings.TrimSpace(rest)
 		}

@@ -108,6 +108,21 @@ func TestMinPolicyVersion(t *testing.T) {
 	status, body = h.call(keyA, http.MethodPost, "asample", sampleBody(sid, 6, n(-1)))
 	assert.Equal(t, http.StatusBadRequest, status)
 	assert.Contains(t, string(body), "negative")
+
+	// Baseten Loops' header is an alias of the field.
+	hdr := "X-Min-Policy-Version"
+	assert.Equal(t, int64(4), servedVersion(t, h.ok(keyA, h.submit(keyA, "asample", sampleBody(sid, 7, nil), hdr, "3"))), "the newest version ≥ 3")
+	assert.Equal(t, int64(4), servedVersion(t, h.ok(keyA, h.submit(keyA, "asample", sampleBody(sid, 8, n(2)), hdr, "2"))), "header and field agree")
+	for _, c := range []struct {
+		min          *int
+		header, says string
+	}{
+		{nil, "x", "X-Min-Policy-Version"}, {nil, "-1", "X-Min-Policy-Version"}, {n(1), "2", "min_policy_version is 1"},
+	} {
+		status, body = h.call(keyA, http.MethodPost, "asample", sampleBody(sid, 9, c.min), hdr, c.header)
+		assert.Equal(t, http.StatusBadRequest, status, c.header)
+		assert.Contains(t, string(body), c.says)
+	}
 }
 
 // TestMinPolicyVersionNeverPublished: a request for a version the trainer

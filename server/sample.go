@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/tandemrl/tandem/policy"
@@ -104,6 +106,9 @@ func (s *Server) asample(ctx context.Context, owner string, body []byte) (any, e
 	req, err := wire.DecodeSampleRequest(body)
 	if err != nil {
 		return nil, badRequest(err)
+	}
+	if err := minVersionFromHeader(ctx, &req); err != nil {
+		return nil, err
 	}
 	if req.TopKPromptLogprobs > 0 {
 		return nil, userErr(http.StatusBadRequest, "field topk_prompt_logprobs: %d; top-k prompt log-probs are not supported here, want 0", req.TopKPromptLogprobs)
@@ -303,4 +308,26 @@ func (s *Server) newestSampler(ctx context.Context, owner, run string) (Checkpoi
 		}
 	}
 	return best, ok
+}
+
+// minVersionHeader is Baseten Loops' header for the least policy version a
+// sample may come from: an alias of the body's min_policy_version.
+const minVersionHeader = "X-Min-Policy-Version"
+
+// minVersionFromHeader sets req's MinPolicyVersion from the header, which
+// must agree with the body's field when both are given.
+func minVersionFromHeader(ctx context.Context, req *wire.SampleRequest) error {
+	v := headerOf(ctx).Get(minVersionHeader)
+	if v == "" {
+		return nil
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+	if err != nil || n < 0 {
+		return userErr(http.StatusBadRequest, "header %s: %q; want a policy version ≥ 0", minVersionHeader, v)
+	}
+	if req.MinPolicyVersion != nil && *req.MinPolicyVersion != n {
+		return userErr(http.StatusBadRequest, "header %s: %d, but the body's min_policy_version is %d; give one, or the same in both", minVersionHeader, n, *req.MinPolicyVersion)
+	}
+	req.MinPolicyVersion = &n
+	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -186,6 +187,15 @@ func (s *Server) authed(h http.HandlerFunc) http.Handler {
 	})
 }
 
+// headerKey holds the request's headers in an endpoint's context, for the
+// few handlers a header changes (headerOf).
+type headerKey struct{}
+
+func headerOf(ctx context.Context) http.Header {
+	h, _ := ctx.Value(headerKey{}).(http.Header)
+	return h
+}
+
 func ownerOf(r *http.Request) string { v, _ := r.Context().Value(ownerKey{}).(string); return v }
 
 // endpoint wraps a POST handler: key, role, bounded body, idempotency.
@@ -213,9 +223,10 @@ func (s *Server) endpoint(name string, role Role, h handler) http.Handler {
 			return
 		}
 		owner := ownerOf(r)
+		ctx := context.WithValue(r.Context(), headerKey{}, r.Header)
 		key := r.Header.Get("X-Idempotency-Key")
 		if key == "" || small {
-			s.answer(w, r.Context(), owner, body, h)
+			s.answer(w, ctx, owner, body, h)
 			return
 		}
 		if len(key) > 256 {
@@ -223,7 +234,8 @@ func (s *Server) endpoint(name string, role Role, h handler) http.Handler {
 			return
 		}
 		ikey := owner + "\x00" + name + "\x00" + key
-		sum := sha256.Sum256(body)
+		// A header that changes what the call does counts as its body.
+		sum := sha256.Sum256(append(append(slices.Clip(body), 0), r.Header.Get(minVersionHeader)...))
 		e, first := s.idem.begin(ikey, sum)
 		if !first {
 			if e.bodySum != sum {
@@ -239,7 +251,7 @@ func (s *Server) endpoint(name string, role Role, h handler) http.Handler {
 			return
 		}
 		rec := &recorder{ResponseWriter: w}
-		s.answer(rec, r.Context(), owner, body, h)
+		s.answer(rec, ctx, owner, body, h)
 		s.idem.finish(ikey, e, rec.status, rec.body)
 	})
 }

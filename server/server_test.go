@@ -427,6 +427,11 @@ func TestBearerAuth(t *testing.T) {
 	assert.Equal(t, http.StatusOK, status)
 	status, _ = h.call("", http.MethodPost, "create_session", `{}`, "Authorization", "Bearer wrong-key-000")
 	assert.Equal(t, http.StatusUnauthorized, status)
+	// Baseten Loops documents Api-Key <key> for direct callers.
+	status, _ = h.call("", http.MethodPost, "create_session", `{}`, "Authorization", "Api-Key "+keyB)
+	assert.Equal(t, http.StatusOK, status)
+	status, _ = h.call("", http.MethodPost, "create_session", `{}`, "Authorization", "api-key wrong-key-000")
+	assert.Equal(t, http.StatusUnauthorized, status)
 }
 
 func TestStepLogObserverAndEndpoint(t *testing.T) {
