@@ -3,6 +3,7 @@ package server_test
 import (
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -138,4 +139,25 @@ func TestMinPolicyVersionNeverPublished(t *testing.T) {
 	assert.Contains(t, r.Failed.Error, "min_policy_version 9")
 	assert.Contains(t, r.Failed.Error, "within 1ms")
 	assert.Equal(t, wire.ErrorCategoryUser, r.Failed.Category)
+}
+
+// Baseten Loops names checkpoints bt://loops:<run>/…; the server takes
+// them wherever it takes tinker:// paths.
+func TestLoopsPaths(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil)
+	sess := h.session(keyA)
+	model := h.model(keyA, sess, 0)
+	seq := 1
+	v1 := h.step(model, &seq, 1)
+	loops := "bt://loops:" + strings.TrimPrefix(v1, "tinker://")
+	ss, err := wire.DecodeCreateSamplingSessionResponse(h.post(keyA, "create_sampling_session",
+		fmt.Sprintf(`{"session_id":%q,"sampling_session_seq_id":0,"model_path":%q}`, sess, loops)))
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), servedVersion(t, h.ok(keyA, h.submit(keyA, "asample", sampleBody(ss.SamplingSessionID, 0, nil)))))
+	sr, err := wire.DecodeSampleResponse(h.ok(keyA, h.submit(keyA, "asample", fmt.Sprintf(
+		`{"model_path":%q,"num_samples":1,"prompt":{"chunks":[{"tokens":[1,2]}]},"sampling_params":{"max_tokens":2,"seed":1}}`, loops))))
+	require.NoError(t, err)
+	require.NotNil(t, sr.PolicyVersion)
+	assert.Equal(t, int64(1), *sr.PolicyVersion)
 }

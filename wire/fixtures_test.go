@@ -278,7 +278,11 @@ func TestTinkerPath(t *testing.T) {
 	assert.Equal(t, TinkerPath{Run: "run-1", Kind: KindSamplerWeights, Name: "step-0007"}, p)
 	assert.Equal(t, "sampler_weights/step-0007", p.CheckpointID())
 	assert.Equal(t, "sampler", p.CheckpointType())
+	loops, err := ParseTinkerPath("bt://loops:run-1/sampler_weights/step-0007")
+	require.NoError(t, err)
+	assert.Equal(t, p, loops, "Baseten Loops' spelling of the same path")
 	for _, bad := range []string{
+		"bt://loops:run-1/weights", "bt://run-1/weights/x", "bt://loops:../weights/x",
 		"run-1/weights/x", "tinker://run-1/weights", "tinker://run-1/other/x",
 		"tinker://run-1/weights/..", "tinker://../weights/x", "tinker://run-1/weights/a/b",
 		"tinker://run-1/weights/", "tinker://run 1/weights/x",

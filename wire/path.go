@@ -42,17 +42,26 @@ func (p TinkerPath) CheckpointType() string {
 	return "training"
 }
 
-// ParseTinkerPath parses tinker://<run>/(weights|sampler_weights)/<name>.
-// Run and name must be valid names (ValidName), so a path can never escape
-// a checkpoint folder.
+// LoopsScheme prefixes Baseten Loops' checkpoint paths,
+// bt://loops:<run>/(weights|sampler_weights)/<name>: the same three parts.
+const LoopsScheme = "bt://loops:"
+
+// ParseTinkerPath parses tinker://<run>/(weights|sampler_weights)/<name>,
+// or Baseten Loops' bt://loops:<run>/… form of the same path. Run and name
+// must be valid names (ValidName), so a path can never escape a checkpoint
+// folder.
 func ParseTinkerPath(s string) (TinkerPath, error) {
+	scheme := TinkerScheme
 	rest, ok := strings.CutPrefix(s, TinkerScheme)
 	if !ok {
-		return TinkerPath{}, fmt.Errorf("%w %q: want tinker://<run>/(weights|sampler_weights)/<name>", ErrBadPath, s)
+		scheme = LoopsScheme
+		if rest, ok = strings.CutPrefix(s, LoopsScheme); !ok {
+			return TinkerPath{}, fmt.Errorf("%w %q: want tinker://<run>/(weights|sampler_weights)/<name> (or bt://loops:<run>/…)", ErrBadPath, s)
+		}
 	}
 	parts := strings.Split(rest, "/")
 	if len(parts) != 3 {
-		return TinkerPath{}, fmt.Errorf("%w %q: want 3 parts after tinker://, got %d", ErrBadPath, s, len(parts))
+		return TinkerPath{}, fmt.Errorf("%w %q: want 3 parts after %s, got %d", ErrBadPath, s, scheme, len(parts))
 	}
 	p := TinkerPath{Run: parts[0], Kind: parts[1], Name: parts[2]}
 	if p.Kind != KindWeights && p.Kind != KindSamplerWeights {
