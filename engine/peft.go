@@ -76,17 +76,9 @@ func SaveAdapter[T Float](dir string, a *Adapter[T], baseModel string) error {
 // supports (q,k,v,o_proj; gate,up,down_proj; lm_head) and checks every
 // tensor's name, shape and values.
 func LoadAdapter[T Float](dir string, cfg Config) (*Adapter[T], error) {
-	cj, err := os.ReadFile(filepath.Join(dir, AdapterConfigFile))
+	lora, err := ReadLoraConfig(dir)
 	if err != nil {
 		return nil, err
-	}
-	var pc peftConfig
-	if err := json.Unmarshal(cj, &pc); err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrShape, AdapterConfigFile, err)
-	}
-	lora, err := pc.lora()
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, AdapterConfigFile), err)
 	}
 	path := filepath.Join(dir, AdapterWeightsFile)
 	f, err := safetensors.ReadFile(path)
@@ -108,6 +100,25 @@ func LoadAdapter[T Float](dir string, cfg Config) (*Adapter[T], error) {
 		return nil, err
 	}
 	return a, nil
+}
+
+// ReadLoraConfig reads the LoRA settings (rank, alpha, trained parts) of a
+// PEFT adapter folder — an adapter or a training state SaveState wrote —
+// without its tensors. The seed is not part of a PEFT config; it is 0.
+func ReadLoraConfig(dir string) (LoraConfig, error) {
+	cj, err := os.ReadFile(filepath.Join(dir, AdapterConfigFile))
+	if err != nil {
+		return LoraConfig{}, err
+	}
+	var pc peftConfig
+	if err := json.Unmarshal(cj, &pc); err != nil {
+		return LoraConfig{}, fmt.Errorf("%w: %s: %v", ErrShape, AdapterConfigFile, err)
+	}
+	lora, err := pc.lora()
+	if err != nil {
+		return LoraConfig{}, fmt.Errorf("%s: %w", filepath.Join(dir, AdapterConfigFile), err)
+	}
+	return lora, nil
 }
 
 func (pc peftConfig) lora() (LoraConfig, error) {

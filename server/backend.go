@@ -64,3 +64,10 @@ type CheckpointRecorder interface {
 type CheckpointDeleter interface {
 	Delete(ctx context.Context, owner string, path wire.TinkerPath) error
 }
+
+// LoraDescriber is an optional Backend extension: the LoRA settings a
+// saved checkpoint was trained with, read from the checkpoint itself, for
+// weights_info (a run resumed after a restart has no live model to ask).
+type LoraDescriber interface {
+	DescribeLora(ctx context.Context, ref policy.Ref) (wire.LoraConfig, error)
+}

@@ -18,7 +18,7 @@ import (
 var fuzzEndpoints = []string{
 	"create_session", "session_heartbeat", "create_model", "forward", "forward_backward",
 	"optim_step", "save_weights", "save_weights_for_sampler", "load_weights",
-	"create_sampling_session", "asample", "retrieve_future", "get_info", "unload_model", "telemetry", "client/config",
+	"create_sampling_session", "asample", "retrieve_future", "get_info", "unload_model", "telemetry", "client/config", "weights_info",
 }
 
 // FuzzEndpoints posts arbitrary bodies to every endpoint of a live server

@@ -143,6 +143,7 @@ func (s *Server) routes() {
 	post("retrieve_future", "", s.retrieveFuture)
 	post("create_model", RoleTrainer, s.createModel)
 	post("get_info", RoleTrainer, s.getInfo)
+	post("weights_info", "", s.weightsInfo)
 	post("unload_model", RoleTrainer, s.unloadModel)
 	post("forward", RoleTrainer, s.forward)
 	post("forward_backward", RoleTrainer, s.forwardBackward)

@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"path/filepath"
 	"slices"
 	"sync/atomic"
 
 	"github.com/tandemrl/tandem/backend/local"
 	"github.com/tandemrl/tandem/checkpoint"
 	"github.com/tandemrl/tandem/engine"
+	"github.com/tandemrl/tandem/policy"
 	"github.com/tandemrl/tandem/rl"
 	"github.com/tandemrl/tandem/server"
 	"github.com/tandemrl/tandem/wire"
@@ -158,4 +160,19 @@ func LoraConfig(w wire.LoraConfig) (engine.LoraConfig, error) {
 		return engine.LoraConfig{}, fmt.Errorf("lora_config: %w", err)
 	}
 	return l, nil
+}
+
+// DescribeLora implements server.LoraDescriber: the LoRA settings in the
+// PEFT config of the checkpoint ref names (adapters and training states
+// both hold one).
+func (b *Backend) DescribeLora(_ context.Context, ref policy.Ref) (wire.LoraConfig, error) {
+	ck, err := b.opts.Store.ResolveRef(ref)
+	if err != nil {
+		return wire.LoraConfig{}, err
+	}
+	l, err := engine.ReadLoraConfig(filepath.Dir(ck.Path(checkpoint.AdapterConfig)))
+	if err != nil {
+		return wire.LoraConfig{}, err
+	}
+	return wire.LoraConfig{Rank: l.Rank, TrainUnembed: l.TrainUnembed, TrainMLP: l.TrainMLP, TrainAttn: l.TrainAttn}, nil
 }

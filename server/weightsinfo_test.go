@@ -1,0 +1,85 @@
+package server_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tandemrl/tandem/checkpoint"
+	"github.com/tandemrl/tandem/engine"
+	"github.com/tandemrl/tandem/engine/enginetest"
+	"github.com/tandemrl/tandem/server"
+	"github.com/tandemrl/tandem/server/ckptstore"
+	"github.com/tandemrl/tandem/server/localbackend"
+	"github.com/tandemrl/tandem/wire"
+)
+
+// weights_info (the SDK's create_training_client_from_state) answers a
+// checkpoint's base model and LoRA settings: on the embedded engine read
+// from the checkpoint itself, so that a new server on the same store (a
+// restart) answers too; with a backend that cannot read them, from the
+// live model that saved it.
+func TestWeightsInfo(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	m := enginetest.Model(t, 2, 32, 7)
+	newServer := func() *harness {
+		st, err := checkpoint.Open(root)
+		require.NoError(t, err)
+		be, err := localbackend.New(localbackend.Options{Bases: map[string]*engine.Model[float32]{base: m}, Store: st})
+		require.NoError(t, err)
+		return newHarnessWith(t, func(c *server.Config) {
+			c.Models = []server.ModelSpec{{Name: base, VocabSize: m.Config.Vocab, MaxContextLength: m.Config.Context}}
+		}, func(o *server.Options) { o.Backend = be; o.Store = ckptstore.New(st, ckptstore.Options{}) })
+	}
+	h := newServer()
+	sess := h.session(keyA)
+	id := h.submit(keyA, "create_model", fmt.Sprintf(`{"session_id":%q,"model_seq_id":0,"base_model":%q,
+		"lora_config":{"rank":4,"train_mlp":false,"train_attn":true,"train_unembed":true}}`, sess, base))
+	cm, err := wire.DecodeCreateModelResponse(h.ok(keyA, id))
+	require.NoError(t, err)
+	var paths []string
+	for i, ep := range []string{"save_weights", "save_weights_for_sampler"} {
+		pr, err := wire.DecodePathResponse(h.ok(keyA, h.submit(keyA, ep, fmt.Sprintf(`{"model_id":%q,"path":"c%d","seq_id":%d}`, cm.ModelID, i, i+1))), true)
+		require.NoError(t, err)
+		paths = append(paths, pr.Path, "bt://loops:"+strings.TrimPrefix(pr.Path, "tinker://"))
+	}
+	want := wire.WeightsInfoResponse{BaseModel: base, IsLora: true, LoraRank: 4, TrainAttn: true, TrainUnembed: true}
+	ask := func(h *harness, path string) wire.WeightsInfoResponse {
+		var got wire.WeightsInfoResponse
+		require.NoError(t, json.Unmarshal(h.post(keyA, "weights_info", fmt.Sprintf(`{"tinker_path":%q}`, path)), &got))
+		return got
+	}
+	for _, p := range paths {
+		assert.Equal(t, want, ask(h, p), p)
+	}
+	restarted := newServer()
+	for _, p := range paths {
+		assert.Equal(t, want, ask(restarted, p), "after a restart: %s", p)
+	}
+
+	for body, status := range map[string]int{
+		`{"tinker_path":"tinker://nope/weights/c0"}`: http.StatusNotFound,
+		`{"tinker_path":"s3://x"}`:                   http.StatusBadRequest,
+		`{}`:                                         http.StatusBadRequest,
+	} {
+		got, out := h.call(keyA, http.MethodPost, "weights_info", body)
+		assert.Equal(t, status, got, "%s: %s", body, out)
+	}
+	got, _ := h.call(keyB, http.MethodPost, "weights_info", fmt.Sprintf(`{"tinker_path":%q}`, paths[0]))
+	assert.Equal(t, http.StatusNotFound, got, "another tenant's checkpoint is not found")
+
+	// The test backend cannot read checkpoints: the live model answers.
+	fake := newHarness(t, nil)
+	fs := fake.session(keyA)
+	model := fake.model(keyA, fs, 0)
+	pr, err := wire.DecodePathResponse(fake.ok(keyA, fake.submit(keyA, "save_weights", fmt.Sprintf(`{"model_id":%q,"path":"a","seq_id":1}`, model))), true)
+	require.NoError(t, err)
+	assert.Equal(t, wire.WeightsInfoResponse{BaseModel: base, IsLora: true, LoraRank: 8, TrainAttn: true, TrainMLP: true, TrainUnembed: true},
+		ask(fake, pr.Path))
+}
