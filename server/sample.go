@@ -331,3 +331,22 @@ func minVersionFromHeader(ctx context.Context, req *wire.SampleRequest) error {
 	req.MinPolicyVersion = &n
 	return nil
 }
+
+// getSampler answers GET samplers/{id}: the base model and checkpoint a
+// sampling session serves.
+func (s *Server) getSampler(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	s.mu.Lock()
+	sp := s.sampling[id]
+	s.mu.Unlock()
+	if sp == nil || sp.owner != ownerOf(r) {
+		writeErr(w, notFound("sampling session", id))
+		return
+	}
+	resp := wire.GetSamplerResponse{SamplerID: sp.id, BaseModel: sp.target.base}
+	if sp.target.ref != nil {
+		path := sp.target.key
+		resp.ModelPath = &path
+	}
+	writeJSON(w, http.StatusOK, resp)
+}

@@ -153,6 +153,7 @@ func (s *Server) routes() {
 	post("load_weights", RoleTrainer, s.loadWeights)
 	post("create_sampling_session", RoleSampler, s.createSamplingSession)
 	post("asample", RoleSampler, s.asample)
+	get("samplers/{id}", s.getSampler)
 	get("training_runs", s.listRuns)
 	get("training_runs/{run}", s.getRun)
 	get("training_runs/{run}/checkpoints", s.listCheckpoints)

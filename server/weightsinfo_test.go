@@ -83,3 +83,34 @@ func TestWeightsInfo(t *testing.T) {
 	assert.Equal(t, wire.WeightsInfoResponse{BaseModel: base, IsLora: true, LoraRank: 8, TrainAttn: true, TrainMLP: true, TrainUnembed: true},
 		ask(fake, pr.Path))
 }
+
+// GET samplers/{id} says what a sampling session serves (the SDK's
+// get_tokenizer and get_base_model read it).
+func TestGetSampler(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil)
+	model, _, sid := h.openV1()
+	get := func(key, path string) []byte {
+		status, out := h.call(key, http.MethodGet, path, nil)
+		require.Equal(t, http.StatusOK, status, "%s", out)
+		return out
+	}
+	var got wire.GetSamplerResponse
+	require.NoError(t, json.Unmarshal(get(keyA, "samplers/"+sid), &got))
+	require.NotNil(t, got.ModelPath)
+	assert.Equal(t, sid, got.SamplerID)
+	assert.Equal(t, base, got.BaseModel)
+	assert.Equal(t, "tinker://"+model+"/sampler_weights/v1", *got.ModelPath)
+
+	ss, err := wire.DecodeCreateSamplingSessionResponse(h.post(keyA, "create_sampling_session",
+		fmt.Sprintf(`{"session_id":%q,"sampling_session_seq_id":0,"base_model":%q}`, h.session(keyA), base)))
+	require.NoError(t, err)
+	var plain map[string]any
+	require.NoError(t, json.Unmarshal(get(keyA, "samplers/"+ss.SamplingSessionID), &plain))
+	assert.Equal(t, map[string]any{"sampler_id": ss.SamplingSessionID, "base_model": base, "model_path": nil}, plain)
+
+	status, _ := h.call(keyB, http.MethodGet, "samplers/"+sid, nil)
+	assert.Equal(t, http.StatusNotFound, status, "another tenant's session")
+	status, _ = h.call(keyA, http.MethodGet, "samplers/nope", nil)
+	assert.Equal(t, http.StatusNotFound, status)
+}

@@ -35,3 +35,12 @@ type WeightsInfoResponse struct {
 	TrainMLP     bool   `json:"train_mlp"`
 	TrainAttn    bool   `json:"train_attn"`
 }
+
+// GetSamplerResponse answers GET /api/v1/samplers/{id} (SDK ≥ 0.5.1;
+// SamplingClient.get_tokenizer and get_base_model): what a sampling
+// session serves. ModelPath is nil for the base model.
+type GetSamplerResponse struct {
+	SamplerID string  `json:"sampler_id"`
+	BaseModel string  `json:"base_model"`
+	ModelPath *string `json:"model_path"`
+}
