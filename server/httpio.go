@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
 	"strings"
 
@@ -78,7 +79,33 @@ func writeErr(w http.ResponseWriter, err error) {
 }
 
 // readBody reads at most limit bytes of the request body.
+// checkEncoding refuses, with a 415, a body this server cannot read: a
+// Content-Type other than JSON (curl's default form type and text/plain
+// are taken as JSON, as they carry it) or a Content-Encoding (zstd is not
+// offered: client/config says so).
+func checkEncoding(r *http.Request) error {
+	if ce := r.Header.Get("Content-Encoding"); ce != "" && !strings.EqualFold(ce, "identity") {
+		return userErr(http.StatusUnsupportedMediaType, "Content-Encoding %q is not accepted here; send the body uncompressed", ce)
+	}
+	ct := r.Header.Get("Content-Type")
+	if ct == "" {
+		return nil
+	}
+	mt, _, err := mime.ParseMediaType(ct)
+	if err != nil {
+		return userErr(http.StatusUnsupportedMediaType, "Content-Type %q does not parse: %v; want application/json", ct, err)
+	}
+	switch mt {
+	case "application/json", "text/plain", "application/x-www-form-urlencoded":
+		return nil
+	}
+	return userErr(http.StatusUnsupportedMediaType, "Content-Type %q is not accepted here; want application/json", mt)
+}
+
 func readBody(r *http.Request, limit int64) ([]byte, error) {
+	if err := checkEncoding(r); err != nil {
+		return nil, err
+	}
 	b, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
 	if err != nil {
 		return nil, userErr(http.StatusBadRequest, "read body: %v", err)
