@@ -22,6 +22,10 @@ type future struct {
 	kind  string
 	done  chan struct{}
 	body  []byte
+	// proto is the result in protobuf, for the result types the SDK
+	// (v0.25) reads only so (sample, forward, forward_backward); nil for
+	// the others and for errors, which stay JSON.
+	proto []byte
 	ended time.Time // when done; zero while running
 }
 
@@ -92,6 +96,14 @@ func (s *futureStore) succeed(f *future, v any) {
 	if err != nil {
 		s.fail(f, wire.ErrorCategoryServer, "encode result: "+err.Error())
 		return
+	}
+	if p, ok := v.(interface{ MarshalProto() ([]byte, error) }); ok {
+		pb, err := p.MarshalProto()
+		if err != nil {
+			s.fail(f, wire.ErrorCategoryServer, "encode result in protobuf: "+err.Error())
+			return
+		}
+		f.proto = pb // written before complete closes done, read after
 	}
 	s.complete(f, b)
 }

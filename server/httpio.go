@@ -81,9 +81,9 @@ func writeErr(w http.ResponseWriter, err error) {
 // readBody reads at most limit bytes of the request body.
 // checkEncoding refuses, with a 415, a body this server cannot read: a
 // Content-Type other than JSON (curl's default form type and text/plain
-// are taken as JSON, as they carry it) or a Content-Encoding (zstd is not
-// offered: client/config says so).
-func checkEncoding(r *http.Request) error {
+// are taken as JSON, as they carry it) or protobuf where protoOK, or a
+// Content-Encoding (zstd is not offered: client/config says so).
+func checkEncoding(r *http.Request, protoOK bool) error {
 	if ce := r.Header.Get("Content-Encoding"); ce != "" && !strings.EqualFold(ce, "identity") {
 		return userErr(http.StatusUnsupportedMediaType, "Content-Encoding %q is not accepted here; send the body uncompressed", ce)
 	}
@@ -98,12 +98,17 @@ func checkEncoding(r *http.Request) error {
 	switch mt {
 	case "application/json", "text/plain", "application/x-www-form-urlencoded":
 		return nil
+	case wire.ContentTypeProto:
+		if protoOK {
+			return nil
+		}
+		return userErr(http.StatusUnsupportedMediaType, "Content-Type %q is not accepted for this call; want application/json (protobuf is read by forward and forward_backward)", mt)
 	}
 	return userErr(http.StatusUnsupportedMediaType, "Content-Type %q is not accepted here; want application/json", mt)
 }
 
-func readBody(r *http.Request, limit int64) ([]byte, error) {
-	if err := checkEncoding(r); err != nil {
+func readBody(r *http.Request, limit int64, protoOK bool) ([]byte, error) {
+	if err := checkEncoding(r, protoOK); err != nil {
 		return nil, err
 	}
 	b, err := io.ReadAll(io.LimitReader(r.Body, limit+1))

@@ -5,8 +5,10 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"mime"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -219,7 +221,7 @@ func (s *Server) endpoint(name string, role Role, h handler) http.Handler {
 				return
 			}
 		}
-		body, err := readBody(r, limit)
+		body, err := readBody(r, limit, name == "forward_backward" || name == "forward")
 		if err != nil {
 			writeErr(w, err)
 			return
@@ -263,6 +265,12 @@ func (s *Server) answer(w http.ResponseWriter, ctx context.Context, owner string
 	v, err := h(ctx, owner, body)
 	if err != nil {
 		writeErr(w, err)
+		return
+	}
+	if p, ok := v.(rawProto); ok {
+		w.Header().Set("Content-Type", wire.ContentTypeProto)
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write(p)
 		return
 	}
 	writeJSON(w, http.StatusOK, v)
@@ -329,12 +337,31 @@ func (s *Server) retrieveFuture(ctx context.Context, owner string, body []byte) 
 	defer t.Stop()
 	select {
 	case <-f.done:
+		if f.proto != nil && acceptsProto(headerOf(ctx)) {
+			return rawProto(f.proto), nil
+		}
 		return rawJSON(f.body), nil
 	case <-t.C:
 	case <-ctx.Done():
 	case <-s.ctx.Done():
 	}
 	return wire.TryAgainResponse{Type: wire.TypeTryAgain, RequestID: f.id, QueueState: wire.QueueActive}, nil
+}
+
+// rawProto is an answer already encoded in protobuf.
+type rawProto []byte
+
+// acceptsProto reports whether the client's Accept header takes protobuf
+// (the SDK v0.25 sends Accept: application/x-protobuf when it polls).
+func acceptsProto(h http.Header) bool {
+	for _, v := range h.Values("Accept") {
+		for _, part := range strings.Split(v, ",") {
+			if mt, _, err := mime.ParseMediaType(strings.TrimSpace(part)); err == nil && mt == wire.ContentTypeProto {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // rawJSON is an already encoded answer.

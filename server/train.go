@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"mime"
 	"net/http"
 	"strconv"
 
@@ -22,6 +23,11 @@ func (s *Server) training(owner, kind string, body []byte, build func(m *model) 
 	if err != nil {
 		return nil, badRequest(err)
 	}
+	return s.trainingAt(owner, kind, h, build)
+}
+
+// trainingAt is training for a call whose model and seq_id are known.
+func (s *Server) trainingAt(owner, kind string, h wire.TrainingHeader, build func(m *model) (startFn, error)) (any, error) {
 	m, err := s.modelFor(owner, h.ModelID)
 	if err != nil {
 		return nil, err
@@ -43,12 +49,42 @@ func (s *Server) training(owner, kind string, body []byte, build func(m *model) 
 	return s.submit(m, &trainOp{kind: kind, seq: h.SeqID, fut: f, start: start})
 }
 
-func (s *Server) forward(_ context.Context, owner string, body []byte) (any, error) {
+func (s *Server) forward(ctx context.Context, owner string, body []byte) (any, error) {
+	if isProto(headerOf(ctx)) {
+		return s.fwdBwdProto(owner, body, true)
+	}
 	return s.training(owner, "forward", body, func(m *model) (startFn, error) { return s.fwdBwd(m, body, true) })
 }
 
-func (s *Server) forwardBackward(_ context.Context, owner string, body []byte) (any, error) {
+func (s *Server) forwardBackward(ctx context.Context, owner string, body []byte) (any, error) {
+	if isProto(headerOf(ctx)) {
+		return s.fwdBwdProto(owner, body, false)
+	}
 	return s.training(owner, "forward_backward", body, func(m *model) (startFn, error) { return s.fwdBwd(m, body, false) })
+}
+
+// isProto reports whether a request's body is protobuf (the SDK v0.25's
+// forward_backward, which carries forward calls too, as forward_only).
+func isProto(h http.Header) bool {
+	mt, _, err := mime.ParseMediaType(h.Get("Content-Type"))
+	return err == nil && mt == wire.ContentTypeProto
+}
+
+// fwdBwdProto serves a protobuf forward_backward request: a forward when
+// it says forward_only (or came to the forward endpoint), which never
+// touches the gradients.
+func (s *Server) fwdBwdProto(owner string, body []byte, forward bool) (any, error) {
+	req, err := wire.DecodeForwardBackwardRequestProto(body)
+	if err != nil {
+		return nil, badRequest(err)
+	}
+	req.Forward = req.Forward || forward
+	kind := "forward_backward"
+	if req.Forward {
+		kind = "forward"
+	}
+	return s.trainingAt(owner, kind, wire.TrainingHeader{ModelID: req.ModelID, SeqID: req.SeqID},
+		func(m *model) (startFn, error) { return s.fwdBwdReq(m, req) })
 }
 
 func (s *Server) fwdBwd(m *model, body []byte, forward bool) (startFn, error) {
@@ -56,6 +92,11 @@ func (s *Server) fwdBwd(m *model, body []byte, forward bool) (startFn, error) {
 	if err != nil {
 		return nil, badRequest(err)
 	}
+	return s.fwdBwdReq(m, req)
+}
+
+func (s *Server) fwdBwdReq(m *model, req wire.ForwardBackwardRequest) (startFn, error) {
+	forward := req.Forward
 	spec, _ := s.modelSpec(m.base)
 	key := "forward_backward_input"
 	if forward {
