@@ -14,12 +14,7 @@ import (
 
 func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
 	owner := ownerOf(r)
-	limit, err := queryInt(r, "limit", 20, 1, 1000)
-	if err != nil {
-		writeErr(w, err)
-		return
-	}
-	offset, err := queryInt(r, "offset", 0, 0, 1<<31)
+	limit, offset, err := page(r, 20)
 	if err != nil {
 		writeErr(w, err)
 		return
@@ -222,5 +217,95 @@ func (s *Server) stepLog(w http.ResponseWriter, r *http.Request) {
 	m.mu.Lock()
 	out := StepLogResponse{Steps: append([]StepEntry{}, m.log...)}
 	m.mu.Unlock()
+	writeJSON(w, http.StatusOK, out)
+}
+
+// page reads limit (default def) and offset from the query.
+func page(r *http.Request, def int) (limit, offset int, err error) {
+	if limit, err = queryInt(r, "limit", def, 1, 1000); err != nil {
+		return 0, 0, err
+	}
+	offset, err = queryInt(r, "offset", 0, 0, 1<<31)
+	return limit, offset, err
+}
+
+// listUserCheckpoints answers GET checkpoints: every checkpoint this
+// server saved for the key, oldest first, a page at a time.
+func (s *Server) listUserCheckpoints(w http.ResponseWriter, r *http.Request) {
+	owner := ownerOf(r)
+	limit, offset, err := page(r, 100)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	s.mu.Lock()
+	var cks []Checkpoint
+	for _, oc := range s.ckpts {
+		if oc.owner == owner {
+			cks = append(cks, oc.Checkpoint)
+		}
+	}
+	s.mu.Unlock()
+	sort.Slice(cks, func(i, j int) bool {
+		if !cks[i].Created.Equal(cks[j].Created) {
+			return cks[i].Created.Before(cks[j].Created)
+		}
+		return cks[i].Path.String() < cks[j].Path.String()
+	})
+	out := wire.CheckpointsListResponse{Checkpoints: []wire.Checkpoint{}, Cursor: &wire.Cursor{Offset: offset, Limit: limit, TotalCount: len(cks)}}
+	for i := offset; i < len(cks) && i < offset+limit; i++ {
+		out.Checkpoints = append(out.Checkpoints, wire.CheckpointFromPath(cks[i].Path, cks[i].Created))
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// listSessions answers GET sessions: the key's live sessions, by id, a
+// page at a time.
+func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
+	owner := ownerOf(r)
+	limit, offset, err := page(r, 20)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	s.mu.Lock()
+	var ids []string
+	for id, ss := range s.sessions {
+		if ss.owner == owner {
+			ids = append(ids, id)
+		}
+	}
+	s.mu.Unlock()
+	sort.Strings(ids)
+	out := wire.ListSessionsResponse{Sessions: []string{}}
+	for i := offset; i < len(ids) && i < offset+limit; i++ {
+		out.Sessions = append(out.Sessions, ids[i])
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// getSession answers GET sessions/{id}: the models and sampling sessions
+// made in a live session of the key.
+func (s *Server) getSession(w http.ResponseWriter, r *http.Request) {
+	owner, id := ownerOf(r), r.PathValue("id")
+	s.mu.Lock()
+	ss, ok := s.sessions[id]
+	if !ok || ss.owner != owner {
+		s.mu.Unlock()
+		writeErr(w, notFound("session", id))
+		return
+	}
+	out := wire.GetSessionResponse{TrainingRunIDs: []string{}, SamplerIDs: []string{}}
+	for _, m := range s.models {
+		if m.session == id && m.owner == owner {
+			out.TrainingRunIDs = append(out.TrainingRunIDs, m.id)
+		}
+	}
+	for _, sid := range ss.sampling {
+		out.SamplerIDs = append(out.SamplerIDs, sid)
+	}
+	s.mu.Unlock()
+	sort.Strings(out.TrainingRunIDs)
+	sort.Strings(out.SamplerIDs)
 	writeJSON(w, http.StatusOK, out)
 }

@@ -114,3 +114,46 @@ func TestGetSampler(t *testing.T) {
 	status, _ = h.call(keyA, http.MethodGet, "samplers/nope", nil)
 	assert.Equal(t, http.StatusNotFound, status)
 }
+
+// The REST listings the SDK's RestClient has beyond runs:
+// list_user_checkpoints (GET checkpoints, paginated), list_sessions and
+// get_session — each key sees only its own.
+func TestSessionsAndUserCheckpoints(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil)
+	get := func(key, path string, v any) {
+		status, out := h.call(key, http.MethodGet, path, nil)
+		require.Equal(t, http.StatusOK, status, "%s: %s", path, out)
+		require.NoError(t, json.Unmarshal(out, v), "%s", out)
+	}
+	model, seq, sid := h.openV1()
+	h.step(model, seq, 2)
+	var sessions wire.ListSessionsResponse
+	get(keyA, "sessions", &sessions)
+	require.Len(t, sessions.Sessions, 1)
+	var one wire.GetSessionResponse
+	get(keyA, "sessions/"+sessions.Sessions[0], &one)
+	assert.Equal(t, wire.GetSessionResponse{TrainingRunIDs: []string{model}, SamplerIDs: []string{sid}}, one)
+
+	var all wire.CheckpointsListResponse
+	get(keyA, "checkpoints", &all)
+	require.NotNil(t, all.Cursor)
+	assert.Equal(t, wire.Cursor{Offset: 0, Limit: 100, TotalCount: 2}, *all.Cursor)
+	require.Len(t, all.Checkpoints, 2)
+	assert.Equal(t, "tinker://"+model+"/sampler_weights/v1", all.Checkpoints[0].TinkerPath)
+	var second wire.CheckpointsListResponse
+	get(keyA, "checkpoints?limit=1&offset=1", &second)
+	require.Len(t, second.Checkpoints, 1)
+	assert.Equal(t, all.Checkpoints[1], second.Checkpoints[0])
+
+	var other wire.ListSessionsResponse
+	get(keyB, "sessions", &other)
+	assert.Empty(t, other.Sessions, "another key's sessions are not listed")
+	var none wire.CheckpointsListResponse
+	get(keyB, "checkpoints", &none)
+	assert.Empty(t, none.Checkpoints)
+	status, _ := h.call(keyB, http.MethodGet, "sessions/"+sessions.Sessions[0], nil)
+	assert.Equal(t, http.StatusNotFound, status)
+	status, _ = h.call(keyA, http.MethodGet, "checkpoints?limit=0", nil)
+	assert.Equal(t, http.StatusBadRequest, status)
+}

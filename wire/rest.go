@@ -19,6 +19,22 @@ func CheckpointFromPath(p TinkerPath, created time.Time) Checkpoint {
 // CheckpointsListResponse answers GET training_runs/{id}/checkpoints.
 type CheckpointsListResponse struct {
 	Checkpoints []Checkpoint `json:"checkpoints"`
+	// Cursor is set for the paginated listing of all of a key's
+	// checkpoints (GET checkpoints), not for one run's.
+	Cursor *Cursor `json:"cursor,omitempty"`
+}
+
+// ListSessionsResponse answers GET sessions: the ids of the key's live
+// sessions.
+type ListSessionsResponse struct {
+	Sessions []string `json:"sessions"`
+}
+
+// GetSessionResponse answers GET sessions/{id}: the models (training runs)
+// and sampling sessions made in it.
+type GetSessionResponse struct {
+	TrainingRunIDs []string `json:"training_run_ids"`
+	SamplerIDs     []string `json:"sampler_ids"`
 }
 
 // Cursor is the pagination of a listing.
