@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tandemrl/tandem/rl"
+	"github.com/tandemrl/tandem/server"
 	"github.com/tandemrl/tandem/wire"
 )
 
@@ -114,4 +115,27 @@ func TestProtobufCalls(t *testing.T) {
 	status, msg := h.call(keyA, http.MethodPost, "forward_backward", body, "Content-Type", wire.ContentTypeProto)
 	assert.Equal(t, http.StatusNotFound, status)
 	assert.Contains(t, string(msg), "no-such-model")
+}
+
+// A protobuf forward_backward refused for its body uses up its seq_id, as
+// a JSON one does (TestBadBodyUsesUpItsSeqID): the next call is not held up.
+func TestBadProtobufBodyUsesUpItsSeqID(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil)
+	model := h.model(keyA, h.session(keyA), 0)
+	seq := int64(1)
+	bad := wire.ForwardBackwardRequest{ModelID: model, SeqID: &seq, Input: wire.ForwardBackwardInput{
+		Data: []rl.Datum{{ModelInput: rl.Tokens([]int{1, 2}),
+			LossFnInputs: map[string]rl.TensorData{rl.InputTargetTokens: rl.IntTensor([]int{2, 3})}}},
+		Loss: rl.Loss{Name: rl.CrossEntropy}}}
+	body, err := bad.MarshalProto()
+	require.NoError(t, err)
+	body = append(body, 0xff) // a broken field after model_id and seq_id
+	status, msg := h.call(keyA, http.MethodPost, "forward_backward", body, "Content-Type", wire.ContentTypeProto)
+	require.Equal(t, http.StatusBadRequest, status, "%s", msg)
+	h.ok(keyA, h.submit(keyA, "optim_step", optim(model, 2, 1)))
+	log := h.srv.StepLog(model)
+	require.Len(t, log, 2)
+	assert.Equal(t, server.StepRejected, log[0].Status)
+	assert.Equal(t, server.StepApplied, log[1].Status)
 }

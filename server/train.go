@@ -76,7 +76,13 @@ func isProto(h http.Header) bool {
 func (s *Server) fwdBwdProto(owner string, body []byte, forward bool) (any, error) {
 	req, err := wire.DecodeForwardBackwardRequestProto(body)
 	if err != nil {
-		return nil, badRequest(err)
+		// A bad body still uses up its seq_id when it names one, as in
+		// JSON (see training), so the calls after it go on.
+		h, herr := wire.DecodeTrainingHeaderProto(body)
+		if herr != nil {
+			return nil, badRequest(err)
+		}
+		return s.trainingAt(owner, "forward_backward", h, func(*model) (startFn, error) { return nil, badRequest(err) })
 	}
 	req.Forward = req.Forward || forward
 	kind := "forward_backward"

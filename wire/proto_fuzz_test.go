@@ -66,6 +66,31 @@ func FuzzForwardBackwardRequestProto(f *testing.F) {
 	fuzzProto(f, DecodeForwardBackwardRequestProto, ForwardBackwardRequest.MarshalProto)
 }
 
+// The header a server reads from a body it refuses agrees with the full
+// decode whenever that succeeds, and never panics otherwise.
+func FuzzTrainingHeaderProto(f *testing.F) {
+	files, _ := filepath.Glob(filepath.Join("testdata", "proto", "forward*.pb"))
+	for _, name := range files {
+		if b, err := os.ReadFile(name); err == nil {
+			f.Add(b)
+		}
+	}
+	f.Add([]byte{0x0a, 0x01, 'm', 0x10, 0x03, 0xff})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		h, herr := DecodeTrainingHeaderProto(b)
+		r, err := DecodeForwardBackwardRequestProto(b)
+		if err != nil {
+			return
+		}
+		if herr != nil {
+			t.Fatalf("a body that decodes has no header: %v", herr)
+		}
+		if h.ModelID != r.ModelID || !reflect.DeepEqual(h.SeqID, r.SeqID) {
+			t.Fatalf("header %+v, request model %q seq %v", h, r.ModelID, r.SeqID)
+		}
+	})
+}
+
 func FuzzSampleResponseProto(f *testing.F) {
 	fuzzProto(f, DecodeSampleResponseProto, SampleResponse.MarshalProto)
 }

@@ -422,3 +422,36 @@ func appendDatumProto(dst []byte, path string, d rl.Datum) ([]byte, error) {
 	}
 	return dst, nil
 }
+
+// DecodeTrainingHeaderProto reads only model_id and seq_id of a protobuf
+// ForwardBackwardRequest, as DecodeTrainingHeader does of a JSON body, so
+// that a server can account for the seq_id of a request whose body is
+// otherwise bad (else the calls after it wait for a seq_id that never
+// comes). A body broken after those fields still names its call; seq_id 0
+// means unset.
+func DecodeTrainingHeaderProto(b []byte) (TrainingHeader, error) {
+	var h TrainingHeader
+	m := pbMsg{names: pbFBRequestFields, b: b}
+	for {
+		f, ok, err := m.next()
+		if err != nil || !ok {
+			break
+		}
+		switch {
+		case f.num == 1 && f.typ == protowire.BytesType:
+			if s, err := m.str(f); err == nil {
+				h.ModelID = s
+			}
+		case f.num == 2 && f.typ == protowire.VarintType:
+			seq := int64(int32(f.v))
+			h.SeqID = &seq
+		}
+	}
+	if h.SeqID != nil && *h.SeqID <= 0 {
+		h.SeqID = nil
+	}
+	if h.ModelID == "" {
+		return h, fieldErr("model_id", "empty or unreadable; want the id create_model returned")
+	}
+	return h, nil
+}
