@@ -23,6 +23,9 @@ var ErrClosed = errors.New("tinker: client closed")
 type Client struct {
 	opts      Options
 	sessionID string
+	mode      Mode
+	config    wire.ClientConfigResponse // the server's client/config answer (ModeProto)
+	chunking  chunkLimits
 
 	ctx    context.Context // ends on Close
 	cancel context.CancelCauseFunc
@@ -42,15 +45,29 @@ type Client struct {
 	hbCount int
 }
 
-// New creates a session on the server (POST create_session) and starts its
-// heartbeat.
+// New asks the server for its client/config (unless Options.ForceJSON),
+// creates a session (POST create_session) and starts its heartbeat. A
+// server that answers client/config is spoken to in protobuf where SDK
+// v0.25.0 does (ModeProto); one that answers 404 is an older server,
+// spoken to in SDK v0.3.0's JSON (ModeJSON).
 func New(ctx context.Context, opts Options) (*Client, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
 	opts = opts.withDefaults()
 	lctx, cancel := context.WithCancelCause(context.Background())
-	c := &Client{opts: opts, ctx: lctx, cancel: cancel}
+	c := &Client{opts: opts, ctx: lctx, cancel: cancel, mode: ModeJSON, chunking: jsonChunkLimits}
+	sdk := SDKVersion
+	if !opts.ForceJSON {
+		cfg, ok, err := c.fetchConfig(ctx)
+		if err != nil {
+			cancel(ErrClosed)
+			return nil, fmt.Errorf("tinker: client config: %w", err)
+		}
+		if ok {
+			c.mode, c.config, c.chunking, sdk = ModeProto, cfg, protoChunkLimits(cfg), ProtoSDKVersion
+		}
+	}
 	tags := opts.Tags
 	if tags == nil {
 		tags = []string{}
@@ -59,7 +76,7 @@ func New(ctx context.Context, opts Options) (*Client, error) {
 	if meta == nil {
 		meta = map[string]any{}
 	}
-	b, err := c.postJSON(ctx, "/api/v1/create_session", wire.CreateSessionRequest{Tags: tags, UserMetadata: meta, SDKVersion: SDKVersion}, nil)
+	b, err := c.postJSON(ctx, "/api/v1/create_session", wire.CreateSessionRequest{Tags: tags, UserMetadata: meta, SDKVersion: sdk}, nil)
 	if err != nil {
 		cancel(ErrClosed)
 		return nil, fmt.Errorf("tinker: create session: %w", err)

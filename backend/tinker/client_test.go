@@ -69,9 +69,13 @@ func datum(tokens ...int) rl.Datum {
 
 var ce = rl.Loss{Name: rl.CrossEntropy}
 
+// forceJSON keeps a test's client on the v0.3.0 JSON protocol.
+func forceJSON(o *tinker.Options) { o.ForceJSON = true }
+
+// TestRoundTrip in JSON mode; TestProtoRoundTrip compares both modes.
 func TestRoundTrip(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, nil, nil)
+	e := newEnv(t, nil, forceJSON)
 	ctx := context.Background()
 	tr, err := e.c.NewTrainer(ctx, base, wire.LoraConfig{})
 	require.NoError(t, err)
@@ -158,9 +162,11 @@ func TestSaveAndLoadState(t *testing.T) {
 	assert.Equal(t, 404, se.Status)
 }
 
+// TestChunkedForwardBackward: JSON mode's chunks (TestProtoChunking has
+// protobuf mode's).
 func TestChunkedForwardBackward(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, nil, nil)
+	e := newEnv(t, nil, forceJSON)
 	ctx := context.Background()
 	tr, err := e.c.NewTrainer(ctx, base, wire.LoraConfig{})
 	require.NoError(t, err)
@@ -291,6 +297,10 @@ func TestOptionsFromEnvironment(t *testing.T) {
 	var got []string
 	var gotCF string
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/client/config") {
+			http.NotFound(w, r) // an older server
+			return
+		}
 		var body struct{ Tags []string }
 		_ = json.NewDecoder(r.Body).Decode(&body)
 		got, gotCF = body.Tags, r.Header.Get("CF-Access-Client-Id")
@@ -305,24 +315,38 @@ func TestOptionsFromEnvironment(t *testing.T) {
 	assert.ErrorIs(t, tinker.Options{APIKey: "k"}.Validate(), tinker.ErrOptions)
 }
 
+// TestBadCallDoesNotStallLaterOnes, in both modes: the server uses up
+// the seq_id of a body it refuses, JSON or protobuf, so the next call is
+// not held up. The refusal names the bad field in the message's own terms.
 func TestBadCallDoesNotStallLaterOnes(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, nil, nil)
-	ctx := context.Background()
-	tr, err := e.c.NewTrainer(ctx, base, wire.LoraConfig{})
-	require.NoError(t, err)
-	bad := rl.Datum{ModelInput: rl.Tokens([]int{1, 2}), LossFnInputs: map[string]rl.TensorData{rl.InputTargetTokens: rl.IntTensor([]int{5})}}
-	fb := tr.ForwardBackward(ctx, []rl.Datum{bad}, ce)
-	op := tr.OptimStep(ctx, rl.AdamParams{})
-	_, err = fb.Wait(ctx)
-	var se *tinker.StatusError
-	require.ErrorAs(t, err, &se)
-	assert.Equal(t, 400, se.Status)
-	assert.Equal(t, "forward_backward_input.data[0].loss_fn_inputs.target_tokens", se.Field)
-	st, err := op.Wait(ctx)
-	require.NoError(t, err, "the server used up the bad call's seq_id, so the step was not held up")
-	assert.Equal(t, policy.Version(1), st.Version)
-	log := e.srv.StepLog(tr.ModelID())
-	require.Len(t, log, 2)
-	assert.Equal(t, server.StepRejected, log[0].Status)
+	for name, c := range map[string]struct {
+		mod   func(*tinker.Options)
+		field string
+	}{
+		"json":     {forceJSON, "forward_backward_input.data[0].loss_fn_inputs.target_tokens"},
+		"protobuf": {nil, "data[0].loss_fn_inputs.target_tokens"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t, nil, c.mod)
+			ctx := context.Background()
+			tr, err := e.c.NewTrainer(ctx, base, wire.LoraConfig{})
+			require.NoError(t, err)
+			bad := rl.Datum{ModelInput: rl.Tokens([]int{1, 2}), LossFnInputs: map[string]rl.TensorData{rl.InputTargetTokens: rl.IntTensor([]int{5})}}
+			fb := tr.ForwardBackward(ctx, []rl.Datum{bad}, ce)
+			op := tr.OptimStep(ctx, rl.AdamParams{})
+			_, err = fb.Wait(ctx)
+			var se *tinker.StatusError
+			require.ErrorAs(t, err, &se)
+			assert.Equal(t, 400, se.Status)
+			assert.Equal(t, c.field, se.Field)
+			st, err := op.Wait(ctx)
+			require.NoError(t, err, "the server used up the bad call's seq_id, so the step was not held up")
+			assert.Equal(t, policy.Version(1), st.Version)
+			log := e.srv.StepLog(tr.ModelID())
+			require.Len(t, log, 2)
+			assert.Equal(t, server.StepRejected, log[0].Status)
+		})
+	}
 }

@@ -20,8 +20,15 @@ const (
 	EnvCFClientSecret = "CLOUDFLARE_ACCESS_CLIENT_SECRET"
 )
 
-// SDKVersion is the SDK version this client mirrors, sent in create_session.
-const SDKVersion = "0.3.0"
+// SDK versions this client mirrors. SDKVersion is the JSON protocol of
+// SDK v0.3.0, spoken to servers without client/config (and when
+// Options.ForceJSON is set); ProtoSDKVersion is the protocol of SDK
+// v0.25.0 (protobuf forward_backward and results), sent in client/config
+// and, toward servers that answer it, in create_session.
+const (
+	SDKVersion      = "0.3.0"
+	ProtoSDKVersion = "0.25.0"
+)
 
 // Options configure a Client. Zero fields take the defaults in their
 // comments; BaseURL and APIKey fall back to TINKER_BASE_URL and
@@ -53,6 +60,11 @@ type Options struct {
 	// CF-Access-Client-Secret default to the CLOUDFLARE_ACCESS_* variables,
 	// as in the SDK.
 	Headers map[string]string
+	// ForceJSON keeps the client on the v0.3.0 JSON protocol: it does not
+	// ask client/config and sends and reads only JSON, as toward a server
+	// that does not know client/config. Off, the client speaks protobuf to
+	// a server that answers client/config (see Client.Mode).
+	ForceJSON bool
 }
 
 // ErrOptions is matched by every configuration error.

@@ -94,7 +94,8 @@ func (s *Sampler) next(ctx context.Context) (session string, seq int64, v policy
 	return s.session, seq, v, nil
 }
 
-// Sample draws n completions of prompt (POST asample, then polls). The
+// Sample draws n completions of prompt (POST asample, then polls), with
+// the log-prob of each prompt token when p.PromptLogprobs asks. The
 // output's Version is the version the server reports having sampled from
 // (policy_version, a tandem extension), or else the version of the adapter
 // the session serves.
@@ -106,7 +107,9 @@ func (s *Sampler) Sample(ctx context.Context, prompt rl.ModelInput, n int, p rl.
 // extension min_policy_version): a tandem server samples from the newest
 // sampler checkpoint of the loaded adapter's run that is at least min,
 // waiting a bounded time for it to be published. Servers that do not know
-// the field ignore it, so check the output's Version when it matters.
+// the field ignore it, so check the output's Version when it matters. Its
+// result is polled in JSON in either Mode, as only JSON carries the
+// version served.
 func (s *Sampler) SampleAtLeast(ctx context.Context, prompt rl.ModelInput, n int, p rl.SamplingParams, min policy.Version) (rl.SampleOutput, error) {
 	m := int64(min)
 	return s.sample(ctx, prompt, n, p, &m)
@@ -125,19 +128,31 @@ func (s *Sampler) sample(ctx context.Context, prompt rl.ModelInput, n int, p rl.
 		if err != nil {
 			return rl.SampleOutput{}, err
 		}
-		req := wire.SampleRequest{SamplingSessionID: session, SeqID: &seq, NumSamples: n, Prompt: prompt, SamplingParams: params, MinPolicyVersion: min}
+		req := wire.SampleRequest{SamplingSessionID: session, SeqID: &seq, NumSamples: n, Prompt: prompt, SamplingParams: params, MinPolicyVersion: min, PromptLogprobs: p.PromptLogprobs}
 		id, err := s.c.submit(ctx, "asample", req, map[string]string{"X-Tinker-Sampling-Backpressure": "1"})
 		if err != nil {
 			return rl.SampleOutput{}, fmt.Errorf("tinker: sample: %w", err)
 		}
-		raw, err := s.c.poll(ctx, id)
+		var raw answer
+		if min != nil {
+			// The version served, which may be newer than the session's,
+			// comes only in JSON (policy_version): protobuf's
+			// SampleResponse has no field for it.
+			raw.body, err = s.c.poll(ctx, id)
+		} else {
+			raw, err = s.c.pollAny(ctx, id)
+		}
 		if errors.Is(err, ErrFutureExpired) && attempt < maxExpiredRetries {
 			continue
 		}
 		if err != nil {
 			return rl.SampleOutput{}, fmt.Errorf("tinker: sample: %w", err)
 		}
-		r, err := wire.DecodeSampleResponse(raw)
+		decode := wire.DecodeSampleResponse
+		if raw.proto {
+			decode = wire.DecodeSampleResponseProto
+		}
+		r, err := decode(raw.body)
 		if err != nil {
 			return rl.SampleOutput{}, fmt.Errorf("tinker: sample result: %w", err)
 		}
@@ -147,6 +162,14 @@ func (s *Sampler) sample(ctx context.Context, prompt rl.ModelInput, n int, p rl.
 		out := rl.SampleOutput{Version: v, Sequences: make([]rl.Sequence, len(r.Sequences))}
 		for i, sq := range r.Sequences {
 			out.Sequences[i] = rl.Sequence{Tokens: sq.Tokens, Logprobs: sq.Logprobs, StopReason: sq.StopReason}
+		}
+		if len(r.PromptLogprobs) > 0 {
+			out.PromptLogprobs = make([]float64, len(r.PromptLogprobs))
+			for i, lp := range r.PromptLogprobs {
+				if lp != nil { // the first is null: 0, as rl.SampleOutput documents
+					out.PromptLogprobs[i] = *lp
+				}
+			}
 		}
 		return out, nil
 	}

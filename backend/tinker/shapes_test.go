@@ -19,7 +19,7 @@ import (
 
 // TestClientSpeaksSDKShapes records what the client sends and checks it
 // against the shapes SDK v0.3.0 sends, so that other Tinker-compatible
-// servers understand it.
+// servers understand it (JSON mode; TestProtoShapes has protobuf mode's).
 func TestClientSpeaksSDKShapes(t *testing.T) {
 	t.Parallel()
 	var mu sync.Mutex
@@ -39,7 +39,7 @@ func TestClientSpeaksSDKShapes(t *testing.T) {
 			next.ServeHTTP(w, r)
 		})
 	}
-	e := newEnv(t, wrap, nil)
+	e := newEnv(t, wrap, forceJSON)
 	ctx := context.Background()
 	tr, err := e.c.NewTrainer(ctx, base, wire.LoraConfig{})
 	require.NoError(t, err)

@@ -55,6 +55,6 @@ func TestSplitTrainerAndSampler(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, policy.Version(step), out.Version)
 		// The sampler serves the weights of that version: theta = step.
-		assert.InDelta(t, servertest.LogProb(float64(step), int64(out.Sequences[0].Tokens[0])), out.Sequences[0].Logprobs[0], 1e-12)
+		assert.InDelta(t, onWire(samplerC, servertest.LogProb(float64(step), int64(out.Sequences[0].Tokens[0]))), out.Sequences[0].Logprobs[0], 1e-12)
 	}
 }

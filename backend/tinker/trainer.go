@@ -13,9 +13,10 @@ import (
 	"github.com/tandemrl/tandem/wire"
 )
 
-// Chunking of forward/forward_backward batches, as the SDK does
-// (training_client.py): at most 128 datums and about 500,000 numbers per
-// request, each chunk its own seq_id, results concatenated.
+// Chunking of forward/forward_backward batches in ModeJSON, as SDK v0.3.0
+// does (training_client.py): at most 128 datums and about 500,000 numbers
+// per request, each chunk its own seq_id, results concatenated. ModeProto
+// takes its limits from the server's client/config (see Client.ServerConfig).
 const (
 	MaxChunkLen     = 128
 	MaxChunkNumbers = 500_000
@@ -65,8 +66,10 @@ func (t *Trainer) Version() policy.Version {
 // the sending of each part (bodies builds part i's request for its seq_id)
 // and then the polling of their results, which finish turns into the
 // value (it runs under t.mu, in call order, and may update the version).
+// A forward or forward_backward result is polled with pollAny (it may come
+// in protobuf); the others are JSON.
 func run[T any](t *Trainer, ctx context.Context, endpoint string, parts int,
-	bodies func(i int, seq int64) any, finish func(raws [][]byte) (T, error)) *rl.Future[T] {
+	bodies func(i int, seq int64) any, finish func(raws []answer) (T, error)) *rl.Future[T] {
 	if err := ctx.Err(); err != nil {
 		return rl.Failed[T](context.Cause(ctx))
 	}
@@ -101,9 +104,14 @@ func run[T any](t *Trainer, ctx context.Context, endpoint string, parts int,
 		if err != nil {
 			return zero, wrap(err)
 		}
-		raws := make([][]byte, len(ids))
+		raws := make([]answer, len(ids))
 		for i, id := range ids {
-			if raws[i], err = t.c.poll(ctx, id); err != nil {
+			if endpoint == "forward_backward" || endpoint == "forward" {
+				raws[i], err = t.c.pollAny(ctx, id)
+			} else {
+				raws[i].body, err = t.c.poll(ctx, id)
+			}
+			if err != nil {
 				return zero, wrap(err)
 			}
 		}
@@ -117,8 +125,8 @@ func run[T any](t *Trainer, ctx context.Context, endpoint string, parts int,
 	})
 }
 
-// chunks splits data as the SDK does.
-func chunks(data []rl.Datum) [][]rl.Datum {
+// chunks splits data as the SDK does, within lim.
+func chunks(data []rl.Datum, lim chunkLimits) [][]rl.Datum {
 	var out [][]rl.Datum
 	var cur []rl.Datum
 	n := 0
@@ -127,7 +135,8 @@ func chunks(data []rl.Datum) [][]rl.Datum {
 		for _, v := range d.LossFnInputs {
 			k += v.Len()
 		}
-		if len(cur) > 0 && (n+k > MaxChunkNumbers || len(cur) == MaxChunkLen) {
+		k *= lim.perNumber
+		if len(cur) > 0 && (n+k > lim.maxCost || len(cur) == lim.maxLen) {
 			out = append(out, cur)
 			cur, n = nil, 0
 		}
@@ -143,17 +152,26 @@ func chunks(data []rl.Datum) [][]rl.Datum {
 func seqPtr(n int64) *int64 { return &n }
 
 func (t *Trainer) pass(ctx context.Context, data []rl.Datum, loss rl.Loss, forward bool) *rl.Future[rl.ForwardBackwardOutput] {
-	parts := chunks(data)
+	parts := chunks(data, t.c.chunking)
+	proto := t.c.mode == ModeProto
 	endpoint := "forward_backward"
-	if forward {
-		endpoint = "forward"
+	if forward && !proto {
+		endpoint = "forward" // SDK v0.25.0 sends a forward to forward_backward, forward_only set
 	}
 	return run(t, ctx, endpoint, len(parts), func(i int, seq int64) any {
-		return wire.ForwardBackwardRequest{Input: wire.ForwardBackwardInput{Data: parts[i], Loss: loss}, ModelID: t.model, SeqID: seqPtr(seq), Forward: forward}
-	}, func(raws [][]byte) (rl.ForwardBackwardOutput, error) {
+		r := wire.ForwardBackwardRequest{Input: wire.ForwardBackwardInput{Data: parts[i], Loss: loss}, ModelID: t.model, SeqID: seqPtr(seq), Forward: forward}
+		if proto {
+			return protoRequest(r)
+		}
+		return r
+	}, func(raws []answer) (rl.ForwardBackwardOutput, error) {
 		outs := make([]wire.ForwardBackwardOutput, len(raws))
 		for i, r := range raws {
-			o, err := wire.DecodeForwardBackwardOutput(r)
+			decode := wire.DecodeForwardBackwardOutput
+			if r.proto {
+				decode = wire.DecodeForwardBackwardOutputProto
+			}
+			o, err := decode(r.body)
 			if err != nil {
 				return rl.ForwardBackwardOutput{}, err
 			}
@@ -222,8 +240,8 @@ func (t *Trainer) OptimStep(ctx context.Context, p rl.AdamParams) *rl.Future[rl.
 	}
 	return run(t, ctx, "optim_step", 1, func(_ int, seq int64) any {
 		return wire.OptimStepRequest{AdamParams: p, ModelID: t.model, SeqID: seqPtr(seq)}
-	}, func(raws [][]byte) (rl.OptimStepOutput, error) {
-		r, err := wire.DecodeOptimStepResponse(raws[0])
+	}, func(raws []answer) (rl.OptimStepOutput, error) {
+		r, err := wire.DecodeOptimStepResponse(raws[0].body)
 		if err != nil {
 			return rl.OptimStepOutput{}, err
 		}
@@ -245,8 +263,8 @@ func (t *Trainer) save(ctx context.Context, name string, kind policy.Kind) *rl.F
 			return wire.SaveWeightsForSamplerRequest{ModelID: t.model, Path: name, SeqID: seqPtr(seq)}
 		}
 		return wire.SaveWeightsRequest{ModelID: t.model, Path: name, SeqID: seqPtr(seq)}
-	}, func(raws [][]byte) (policy.Ref, error) {
-		r, err := wire.DecodePathResponse(raws[0], true)
+	}, func(raws []answer) (policy.Ref, error) {
+		r, err := wire.DecodePathResponse(raws[0].body, true)
 		if err != nil {
 			return policy.Ref{}, err
 		}
@@ -273,8 +291,8 @@ func (t *Trainer) LoadState(ctx context.Context, ref policy.Ref, withOptimizer b
 	}
 	return run(t, ctx, "load_weights", 1, func(_ int, seq int64) any {
 		return wire.LoadWeightsRequest{ModelID: t.model, Path: ref.URI, Optimizer: withOptimizer, SeqID: seqPtr(seq)}
-	}, func(raws [][]byte) (struct{}, error) {
-		if _, err := wire.DecodePathResponse(raws[0], false); err != nil {
+	}, func(raws []answer) (struct{}, error) {
+		if _, err := wire.DecodePathResponse(raws[0].body, false); err != nil {
 			return struct{}{}, err
 		}
 		t.version = ref.Version

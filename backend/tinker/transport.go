@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
 	"strconv"
 	"time"
@@ -111,17 +112,39 @@ func (c *Client) newBackOff(ctx context.Context) *hintedBackOff {
 
 // request is one API call to send.
 type request struct {
-	method  string
-	path    string // after the base URL, e.g. "/api/v1/optim_step"
-	body    []byte
-	idemKey string
-	headers map[string]string
-	timeout time.Duration
+	method      string
+	path        string // after the base URL, e.g. "/api/v1/optim_step"
+	body        []byte
+	contentType string // of body; default application/json
+	accept      string // default application/json
+	idemKey     string
+	headers     map[string]string
+	timeout     time.Duration
 }
 
-// do sends r once and returns the body of a 2xx answer, a *StatusError or a
+// answer is the body of a 2xx answer and whether its Content-Type says
+// protobuf (anything else is read as JSON).
+type answer struct {
+	body  []byte
+	proto bool
+}
+
+const (
+	contentTypeJSON = "application/json"
+	// acceptProto is the Accept of a poll whose result may come in
+	// protobuf: protobuf preferred, JSON taken (errors and try_again are
+	// always JSON, and a server may answer JSON anyway).
+	acceptProto = wire.ContentTypeProto + ", " + contentTypeJSON
+)
+
+func isProto(contentType string) bool {
+	mt, _, err := mime.ParseMediaType(contentType)
+	return err == nil && mt == wire.ContentTypeProto
+}
+
+// do sends r once and returns a 2xx answer, a *StatusError or a
 // *ConnError.
-func (c *Client) do(ctx context.Context, r request) ([]byte, error) {
+func (c *Client) do(ctx context.Context, r request) (answer, error) {
 	if r.timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, r.timeout)
@@ -133,16 +156,24 @@ func (c *Client) do(ctx context.Context, r request) ([]byte, error) {
 	}
 	req, err := http.NewRequestWithContext(ctx, r.method, c.opts.BaseURL+r.path, body)
 	if err != nil {
-		return nil, fmt.Errorf("tinker: build request: %w", err)
+		return answer{}, fmt.Errorf("tinker: build request: %w", err)
 	}
 	for k, v := range c.opts.Headers {
 		req.Header.Set(k, v)
 	}
 	req.Header.Set("X-API-Key", c.opts.APIKey)
-	req.Header.Set("Accept", "application/json")
+	accept := r.accept
+	if accept == "" {
+		accept = contentTypeJSON
+	}
+	req.Header.Set("Accept", accept)
 	req.Header.Set("User-Agent", "tandem-tinker/"+SDKVersion)
 	if r.body != nil {
-		req.Header.Set("Content-Type", "application/json")
+		ct := r.contentType
+		if ct == "" {
+			ct = contentTypeJSON
+		}
+		req.Header.Set("Content-Type", ct)
 	}
 	if r.idemKey != "" {
 		req.Header.Set("X-Idempotency-Key", r.idemKey)
@@ -152,15 +183,15 @@ func (c *Client) do(ctx context.Context, r request) ([]byte, error) {
 	}
 	resp, err := c.opts.HTTPClient.Do(req)
 	if err != nil {
-		return nil, &ConnError{Method: r.method, Path: r.path, Err: err}
+		return answer{}, &ConnError{Method: r.method, Path: r.path, Err: err}
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
 	if err != nil {
-		return nil, &ConnError{Method: r.method, Path: r.path, Err: err}
+		return answer{}, &ConnError{Method: r.method, Path: r.path, Err: err}
 	}
 	if resp.StatusCode/100 == 2 {
-		return b, nil
+		return answer{body: b, proto: isProto(resp.Header.Get("Content-Type"))}, nil
 	}
 	se := &StatusError{Method: r.method, Path: r.path, Status: resp.StatusCode, Message: string(b), shouldRetry: resp.Header.Get("X-Should-Retry")}
 	var er wire.ErrorResponse
@@ -170,7 +201,7 @@ func (c *Client) do(ctx context.Context, r request) ([]byte, error) {
 	if s, err := strconv.ParseFloat(resp.Header.Get("Retry-After"), 64); err == nil && s > 0 && s <= 60 {
 		se.retryAfter = time.Duration(s * float64(time.Second))
 	}
-	return nil, se
+	return answer{}, se
 }
 
 // maxAnswer bounds the answer body a client reads.
@@ -182,9 +213,9 @@ const maxAnswer = 1 << 30
 func (c *Client) send(ctx context.Context, r request) ([]byte, error) {
 	bo := c.newBackOff(ctx)
 	return backoff.RetryWithData(func() ([]byte, error) {
-		b, err := c.do(ctx, r)
+		a, err := c.do(ctx, r)
 		if err == nil {
-			return b, nil
+			return a.body, nil
 		}
 		if ctx.Err() != nil {
 			return nil, backoff.Permanent(err)
@@ -201,13 +232,27 @@ func (c *Client) send(ctx context.Context, r request) ([]byte, error) {
 	}, bo)
 }
 
-// postJSON encodes v and sends it with retries.
+// protoRequest is a forward_backward request to send in protobuf.
+type protoRequest wire.ForwardBackwardRequest
+
+// postJSON encodes v (in protobuf if it is a protoRequest, else in JSON)
+// and sends it with retries.
 func (c *Client) postJSON(ctx context.Context, path string, v any, headers map[string]string) ([]byte, error) {
-	body, err := json.Marshal(v)
+	var (
+		body []byte
+		ct   = contentTypeJSON
+		err  error
+	)
+	if p, ok := v.(protoRequest); ok {
+		body, err = wire.ForwardBackwardRequest(p).MarshalProto()
+		ct = wire.ContentTypeProto
+	} else {
+		body, err = json.Marshal(v)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("tinker: encode %s: %w", path, err)
 	}
-	return c.send(ctx, request{method: http.MethodPost, path: path, body: body, idemKey: newIdemKey(), headers: headers})
+	return c.send(ctx, request{method: http.MethodPost, path: path, body: body, contentType: ct, idemKey: newIdemKey(), headers: headers})
 }
 
 // submit posts a call answered with a future and returns its request id.
@@ -223,17 +268,40 @@ func (c *Client) submit(ctx context.Context, endpoint string, v any, headers map
 	return f.RequestID, nil
 }
 
-// poll waits for request id's result the way the SDK's _APIFuture does:
-// try_again and 408 poll again, 5xx polls again after a pause, a
-// connection error after min(2^n, 30) s, 410 is ErrFutureExpired, and any
-// other status is an error. The result is the raw JSON of the call.
+// poll waits for the result of request id, a call whose result is JSON
+// only (see pollAny).
 func (c *Client) poll(ctx context.Context, id string) ([]byte, error) {
+	a, err := c.pollAccept(ctx, id, contentTypeJSON)
+	if err == nil && a.proto {
+		return nil, fmt.Errorf("tinker: retrieve_future %s: a protobuf answer, which was not asked for", id)
+	}
+	return a.body, err
+}
+
+// pollAny waits for the result of request id, a sample or a forward or
+// forward_backward: in ModeProto it asks for protobuf as SDK v0.25.0 does,
+// and the answer says by its Content-Type which it is.
+func (c *Client) pollAny(ctx context.Context, id string) (answer, error) {
+	accept := contentTypeJSON
+	if c.mode == ModeProto {
+		accept = acceptProto
+	}
+	return c.pollAccept(ctx, id, accept)
+}
+
+// pollAccept waits for request id's result the way the SDK's _APIFuture
+// does: try_again and 408 poll again, 5xx polls again after a pause, a
+// connection error after min(2^n, 30) s, 410 is ErrFutureExpired, and any
+// other status is an error. The result is the raw answer: protobuf bytes
+// when its Content-Type says so (never an error nor try_again, which are
+// JSON), else the JSON of the call's result.
+func (c *Client) pollAccept(ctx context.Context, id, accept string) (answer, error) {
 	body, _ := json.Marshal(wire.FutureRetrieveRequest{RequestID: id})
 	connFails := 0
 	for {
-		b, err := c.do(ctx, request{method: http.MethodPost, path: "/api/v1/retrieve_future", body: body, timeout: c.opts.PollTimeout})
+		a, err := c.do(ctx, request{method: http.MethodPost, path: "/api/v1/retrieve_future", body: body, accept: accept, timeout: c.opts.PollTimeout})
 		if ctx.Err() != nil {
-			return nil, context.Cause(ctx)
+			return answer{}, context.Cause(ctx)
 		}
 		var se *StatusError
 		var ce *ConnError
@@ -244,38 +312,41 @@ func (c *Client) poll(ctx context.Context, id string) ([]byte, error) {
 			case se.Status == http.StatusRequestTimeout:
 				continue
 			case se.Status == http.StatusGone:
-				return nil, fmt.Errorf("%w: request %s: %s", ErrFutureExpired, id, se.Message)
+				return answer{}, fmt.Errorf("%w: request %s: %s", ErrFutureExpired, id, se.Message)
 			case se.Status >= 500:
 				if err := sleep(ctx, c.opts.RetryInitial); err != nil {
-					return nil, err
+					return answer{}, err
 				}
 				continue
 			}
-			return nil, err
+			return answer{}, err
 		case errors.As(err, &ce):
 			d := min(time.Duration(1<<min(connFails, 5))*time.Second, 30*time.Second)
 			d = min(d, c.opts.RetryMax)
 			connFails++
 			if err := sleep(ctx, d); err != nil {
-				return nil, err
+				return answer{}, err
 			}
 			continue
 		case err != nil:
-			return nil, err
+			return answer{}, err
 		}
-		r, err := wire.DecodeFutureResult(b)
+		if a.proto {
+			return a, nil
+		}
+		r, err := wire.DecodeFutureResult(a.body)
 		if err != nil {
-			return nil, fmt.Errorf("tinker: retrieve_future %s: %w", id, err)
+			return answer{}, fmt.Errorf("tinker: retrieve_future %s: %w", id, err)
 		}
 		switch {
 		case r.TryAgain != nil:
 			if err := sleep(ctx, c.opts.PollInterval); err != nil {
-				return nil, err
+				return answer{}, err
 			}
 		case r.Failed != nil:
-			return nil, &RequestFailedError{RequestID: id, Message: r.Failed.Error, Category: r.Failed.Category}
+			return answer{}, &RequestFailedError{RequestID: id, Message: r.Failed.Error, Category: r.Failed.Category}
 		default:
-			return r.Result, nil
+			return answer{body: r.Result}, nil
 		}
 	}
 }
