@@ -58,6 +58,8 @@ type Result struct {
 	OverheadMS  float64 `json:"overhead_ms"`  // served p50 − in-process p50, 1 client
 	Overhead    float64 `json:"overhead"`     // LatencyRatio at 1 client
 	WallSeconds float64 `json:"wall_seconds"` // the whole benchmark
+	// WireFormat is a forward_backward body in JSON and in protobuf.
+	WireFormat WireFormat `json:"wire_format"`
 }
 
 type config struct {
@@ -98,6 +100,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.BoolVar(&cfg.inprocess, "inprocess", false, "serve from this process instead of a tandem serve process")
 	fs.StringVar(&cfg.bin, "bin", "", "tandem binary to start (default: go build it)")
 	fs.BoolVar(&cfg.json, "json", false, "print one JSON object as the last line")
+	wireSeqs := fs.Int("wire-sequences", 64, "sequences in the forward_backward body whose JSON and protobuf forms are compared")
+	wireTokens := fs.Int("wire-tokens", 512, "tokens per sequence in that body")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -115,6 +119,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	res, err := measure(ctx, cfg, stdout)
 	if err != nil {
 		return err
+	}
+	if *wireSeqs < 1 || *wireTokens < 1 {
+		return fmt.Errorf("-wire-sequences and -wire-tokens must be at least 1")
+	}
+	if res.WireFormat, err = measureWireFormat(*wireSeqs, *wireTokens, 5, stdout); err != nil {
+		return fmt.Errorf("wire format: %w", err)
 	}
 	res.WallSeconds = time.Since(t0).Seconds()
 	fmt.Fprintf(stdout, "protocol overhead at 1 client: %.2f ms per call (%.2fx the in-process latency); %.1f s in all\n", res.OverheadMS, res.Overhead, res.WallSeconds)

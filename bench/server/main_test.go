@@ -19,7 +19,7 @@ func TestSmokeInProcess(t *testing.T) {
 		t.Skip("samples the shipped model")
 	}
 	var out bytes.Buffer
-	err := run(context.Background(), []string{"-inprocess", "-clients", "1,3", "-min-requests", "3", "-per-client", "1", "-rounds", "1", "-warmup", "2", "-max-tokens", "2", "-json"}, &out, &out)
+	err := run(context.Background(), []string{"-inprocess", "-clients", "1,3", "-min-requests", "3", "-per-client", "1", "-rounds", "1", "-warmup", "2", "-max-tokens", "2", "-wire-sequences", "2", "-wire-tokens", "8", "-json"}, &out, &out)
 	require.NoError(t, err, out.String())
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 	var res Result
@@ -36,6 +36,10 @@ func TestSmokeInProcess(t *testing.T) {
 		assert.InDelta(t, l.InProcRPS/l.RPS, l.ThroughputRatio, 1e-9)
 	}
 	assert.InDelta(t, res.Levels[0].P50MS-res.Levels[0].InProcP50MS, res.OverheadMS, 1e-9)
+	w := res.WireFormat
+	assert.Equal(t, 2, w.Sequences)
+	assert.Greater(t, w.JSONBytes, w.ProtoBytes)
+	assert.InDelta(t, float64(w.JSONBytes)/float64(w.ProtoBytes), w.SizeRatio, 1e-9)
 }
 
 func TestQuantileNearestRank(t *testing.T) {
