@@ -14,16 +14,9 @@ func (s *Server) clientConfig(_ context.Context, _ string, body []byte) (any, er
 	if _, err := wire.DecodeClientConfigRequest(body); err != nil {
 		return nil, badRequest(err)
 	}
-	return wire.ClientConfigResponse{
-		CredentialDefaultSource:             "api_key",
-		SampleDispatchBytesSemaphoreSize:    10 << 20,
-		InflightResponseBytesSemaphoreSize:  50 << 20,
-		ParallelFwdbwdChunks:                true,
-		FwdbwdMaxChunkLen:                   1024,
-		FwdbwdMaxChunkBytesCount:            min(5_000_000, s.cfg.MaxBodyBytes/2), // the SDK's default, within MaxBodyBytes
-		FwdbwdDispatchBytesSemaphoreSize:    50_000_000,
-		BillingExceptionMaxPauseDurationSec: 3600,
-		SampleEnableStuckDetection:          true,
-		SampleMaxConcurrentRequests:         int64(s.cfg.MaxInFlight),
-	}, nil
+	cfg := wire.DefaultClientConfig()
+	cfg.UsePyqwestTransport = false // the plain HTTP transport
+	cfg.FwdbwdMaxChunkBytesCount = min(cfg.FwdbwdMaxChunkBytesCount, s.cfg.MaxBodyBytes/2)
+	cfg.SampleMaxConcurrentRequests = int64(s.cfg.MaxInFlight)
+	return cfg, nil
 }

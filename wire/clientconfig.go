@@ -65,3 +65,21 @@ type ClientConfigResponse struct {
 	// load_weights call.
 	CreateModelViaLoadWeights bool `json:"create_model_via_load_weights"`
 }
+
+// DefaultClientConfig is the SDK v0.25.0's ClientConfigResponse defaults:
+// what an SDK assumes for the keys a server leaves out.
+func DefaultClientConfig() ClientConfigResponse {
+	return ClientConfigResponse{
+		CredentialDefaultSource:             "api_key",
+		SampleDispatchBytesSemaphoreSize:    10 << 20,
+		InflightResponseBytesSemaphoreSize:  50 << 20,
+		ParallelFwdbwdChunks:                true,
+		FwdbwdMaxChunkLen:                   1024,
+		FwdbwdMaxChunkBytesCount:            5_000_000,
+		FwdbwdDispatchBytesSemaphoreSize:    50_000_000,
+		BillingExceptionMaxPauseDurationSec: 3600,
+		SampleEnableStuckDetection:          true,
+		SampleMaxConcurrentRequests:         2000,
+		UsePyqwestTransport:                 true,
+	}
+}

@@ -33,24 +33,6 @@ func (m Mode) String() string {
 	return "json"
 }
 
-// defaultClientConfig is the SDK v0.25.0's ClientConfigResponse defaults,
-// which fill the keys a server leaves out.
-func defaultClientConfig() wire.ClientConfigResponse {
-	return wire.ClientConfigResponse{
-		CredentialDefaultSource:             "api_key",
-		SampleDispatchBytesSemaphoreSize:    10 << 20,
-		InflightResponseBytesSemaphoreSize:  50 << 20,
-		ParallelFwdbwdChunks:                true,
-		FwdbwdMaxChunkLen:                   1024,
-		FwdbwdMaxChunkBytesCount:            5_000_000,
-		FwdbwdDispatchBytesSemaphoreSize:    50_000_000,
-		BillingExceptionMaxPauseDurationSec: 3600,
-		SampleEnableStuckDetection:          true,
-		SampleMaxConcurrentRequests:         2000,
-		UsePyqwestTransport:                 true,
-	}
-}
-
 // fetchConfig posts client/config, with the usual retries. ok is false
 // when the server does not know the call (404): an older server, to be
 // spoken to in JSON. Keys the answer leaves out take the SDK's defaults.
@@ -63,7 +45,7 @@ func (c *Client) fetchConfig(ctx context.Context) (cfg wire.ClientConfigResponse
 	if err != nil {
 		return wire.ClientConfigResponse{}, false, err
 	}
-	cfg = defaultClientConfig()
+	cfg = wire.DefaultClientConfig()
 	if err := json.Unmarshal(b, &cfg); err != nil {
 		return wire.ClientConfigResponse{}, false, fmt.Errorf("answer %.200q: %w", b, err)
 	}
@@ -98,7 +80,7 @@ var jsonChunkLimits = chunkLimits{maxLen: MaxChunkLen, maxCost: MaxChunkNumbers,
 const bytesPerNumber = 10
 
 func protoChunkLimits(cfg wire.ClientConfigResponse) chunkLimits {
-	def := defaultClientConfig()
+	def := wire.DefaultClientConfig()
 	l := chunkLimits{maxLen: int(cfg.FwdbwdMaxChunkLen), maxCost: int(cfg.FwdbwdMaxChunkBytesCount), perNumber: bytesPerNumber}
 	if l.maxLen <= 0 {
 		l.maxLen = int(def.FwdbwdMaxChunkLen)
