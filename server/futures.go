@@ -22,11 +22,15 @@ type future struct {
 	kind  string
 	done  chan struct{}
 	body  []byte
-	// proto is the result in protobuf, for the result types the SDK
-	// (v0.25) reads only so (sample, forward, forward_backward); nil for
-	// the others and for errors, which stay JSON.
-	proto []byte
-	ended time.Time // when done; zero while running
+	// protoSrc is the result, for the types the SDK v0.25 reads only in
+	// protobuf (sample, forward, forward_backward); nil for the others and
+	// for errors, which stay JSON. It is encoded on the first poll that
+	// asks for protobuf (JSON-only clients never pay for it), once.
+	protoSrc  interface{ MarshalProto() ([]byte, error) }
+	protoOnce sync.Once
+	proto     []byte
+	protoErr  error
+	ended     time.Time // when done; zero while running
 }
 
 // futureStore holds futures by id and bounds the unfinished ones. Finished
@@ -98,19 +102,29 @@ func (s *futureStore) succeed(f *future, v any) {
 		return
 	}
 	if p, ok := v.(interface{ MarshalProto() ([]byte, error) }); ok {
-		pb, err := p.MarshalProto()
-		if err != nil {
-			s.fail(f, wire.ErrorCategoryServer, "encode result in protobuf: "+err.Error())
-			return
-		}
-		f.proto = pb // written before complete closes done, read after
+		f.protoSrc = p // written before complete closes done, read after
 	}
 	s.complete(f, b)
 }
 
+// protoBody is f's result in protobuf, encoded on first use; ok is false
+// when the result has no protobuf form.
+func (f *future) protoBody() (b []byte, ok bool, err error) {
+	if f.protoSrc == nil {
+		return nil, false, nil
+	}
+	f.protoOnce.Do(func() { f.proto, f.protoErr = f.protoSrc.MarshalProto() })
+	return f.proto, true, f.protoErr
+}
+
 func (s *futureStore) fail(f *future, category, msg string) {
+	s.complete(f, failedJSON(category, msg))
+}
+
+// failedJSON is a future's answer for a call that failed.
+func failedJSON(category, msg string) []byte {
 	b, _ := json.Marshal(wire.RequestFailedResponse{Error: msg, Category: category})
-	s.complete(f, b)
+	return b
 }
 
 // discard forgets a running future that was never handed out.

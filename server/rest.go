@@ -31,8 +31,8 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
 		return ms[i].created.Before(ms[j].created) || (ms[i].created.Equal(ms[j].created) && ms[i].id < ms[j].id)
 	})
 	out := wire.TrainingRunsResponse{TrainingRuns: []wire.TrainingRun{}, Cursor: wire.Cursor{Offset: offset, Limit: limit, TotalCount: len(ms)}}
-	for i := offset; i < len(ms) && i < offset+limit; i++ {
-		out.TrainingRuns = append(out.TrainingRuns, s.runOf(ms[i]))
+	for _, m := range pageOf(ms, offset, limit) {
+		out.TrainingRuns = append(out.TrainingRuns, s.runOf(m))
 	}
 	writeJSON(w, http.StatusOK, out)
 }
@@ -77,13 +77,14 @@ func (s *Server) runOf(m *model) wire.TrainingRun {
 	return run
 }
 
-// ownCheckpoints lists the saves this server recorded for run, oldest first.
+// ownCheckpoints lists the saves this server recorded for run (every run
+// of owner's when run is ""), oldest first.
 func (s *Server) ownCheckpoints(owner, run string) []Checkpoint {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []Checkpoint
 	for _, oc := range s.ckpts {
-		if oc.owner == owner && oc.Path.Run == run {
+		if oc.owner == owner && (run == "" || oc.Path.Run == run) {
 			out = append(out, oc.Checkpoint)
 		}
 	}
@@ -229,6 +230,14 @@ func page(r *http.Request, def int) (limit, offset int, err error) {
 	return limit, offset, err
 }
 
+// pageOf is the page of xs that offset and limit select.
+func pageOf[T any](xs []T, offset, limit int) []T {
+	if offset >= len(xs) {
+		return nil
+	}
+	return xs[offset:min(len(xs), offset+limit)]
+}
+
 // listUserCheckpoints answers GET checkpoints: every checkpoint this
 // server saved for the key, oldest first, a page at a time.
 func (s *Server) listUserCheckpoints(w http.ResponseWriter, r *http.Request) {
@@ -238,23 +247,10 @@ func (s *Server) listUserCheckpoints(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	s.mu.Lock()
-	var cks []Checkpoint
-	for _, oc := range s.ckpts {
-		if oc.owner == owner {
-			cks = append(cks, oc.Checkpoint)
-		}
-	}
-	s.mu.Unlock()
-	sort.Slice(cks, func(i, j int) bool {
-		if !cks[i].Created.Equal(cks[j].Created) {
-			return cks[i].Created.Before(cks[j].Created)
-		}
-		return cks[i].Path.String() < cks[j].Path.String()
-	})
+	cks := s.ownCheckpoints(owner, "")
 	out := wire.CheckpointsListResponse{Checkpoints: []wire.Checkpoint{}, Cursor: &wire.Cursor{Offset: offset, Limit: limit, TotalCount: len(cks)}}
-	for i := offset; i < len(cks) && i < offset+limit; i++ {
-		out.Checkpoints = append(out.Checkpoints, wire.CheckpointFromPath(cks[i].Path, cks[i].Created))
+	for _, ck := range pageOf(cks, offset, limit) {
+		out.Checkpoints = append(out.Checkpoints, wire.CheckpointFromPath(ck.Path, ck.Created))
 	}
 	writeJSON(w, http.StatusOK, out)
 }
@@ -277,10 +273,7 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Unlock()
 	sort.Strings(ids)
-	out := wire.ListSessionsResponse{Sessions: []string{}}
-	for i := offset; i < len(ids) && i < offset+limit; i++ {
-		out.Sessions = append(out.Sessions, ids[i])
-	}
+	out := wire.ListSessionsResponse{Sessions: append([]string{}, pageOf(ids, offset, limit)...)}
 	writeJSON(w, http.StatusOK, out)
 }
 

@@ -340,8 +340,12 @@ func (s *Server) retrieveFuture(ctx context.Context, owner string, body []byte) 
 	defer t.Stop()
 	select {
 	case <-f.done:
-		if f.proto != nil && acceptsProto(headerOf(ctx)) {
-			return rawProto(f.proto), nil
+		if acceptsProto(headerOf(ctx)) {
+			if pb, ok, err := f.protoBody(); err != nil {
+				return rawJSON(failedJSON(wire.ErrorCategoryServer, "encode result in protobuf: "+err.Error())), nil
+			} else if ok {
+				return rawProto(pb), nil
+			}
 		}
 		return rawJSON(f.body), nil
 	case <-t.C:

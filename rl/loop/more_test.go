@@ -208,7 +208,9 @@ func TestShutdownMidRun(t *testing.T) {
 		tr := &onCall{Trainer: sim.NewTrainer(sim.TrainerConfig{ForwardBackward: sim.Fixed(3 * time.Millisecond)}),
 			fbN: 3, onFB: func() { cancel(cause) }}
 		s := sim.NewSampler(sim.SamplerConfig{Latency: sim.LogNormal(2*time.Millisecond, 1, 3)})
-		l, err := New(rl.Config{GroupsPerBatch: 4, GroupSize: 2, MaxStaleness: 1, StalePolicy: policyName},
+		// The step in flight must be confirmed however slow the machine:
+		// a grace no run reaches (a hang is go test's -timeout).
+		l, err := New(rl.Config{GroupsPerBatch: 4, GroupSize: 2, MaxStaleness: 1, StalePolicy: policyName, ShutdownGrace: time.Hour},
 			Deps{Trainer: tr, Samplers: []rl.Sampler{s}, Dataset: newCountingDataset(10_000, -1)})
 		require.NoError(t, err)
 		err = l.Run(ctx)
