@@ -19,6 +19,29 @@ type Config struct {
 
 	RopeTheta float64 `json:"rope_theta,omitempty"` // rotary base; 0 means 10000
 	NormEps   float64 `json:"norm_eps,omitempty"`   // RMSNorm epsilon; 0 means 1e-5
+
+	// Hugging Face architecture options (Llama 3, Qwen2, Qwen3); the zero
+	// value of each is tandem's own model.
+	KVHeads   int          `json:"kv_heads,omitempty"`     // key/value heads (grouped-query attention: query head h uses KV head h/(Heads/KVHeads)); 0 means Heads; must divide Heads
+	HeadDim   int          `json:"head_dim,omitempty"`     // width of one head; 0 means Dim/Heads; even
+	QKNorm    bool         `json:"qk_norm,omitempty"`      // RMSNorm over each head of q and k before RoPE, one [HeadDim] weight each (Qwen3)
+	QKVBias   bool         `json:"qkv_bias,omitempty"`     // biases on the q, k and v projections (Qwen2; Llama's attention_bias)
+	OBias     bool         `json:"o_bias,omitempty"`       // a bias on the o projection (Llama's and Qwen3's attention_bias)
+	TiedEmbed bool         `json:"tied_embed,omitempty"`   // the unembedding is the embedding (Model.Unembed is nil)
+	Rope      *RopeScaling `json:"rope_scaling,omitempty"` // nil: the default frequencies
+}
+
+// RopeScaling changes the rotary frequencies as Hugging Face's
+// modeling_rope_utils.py does for rope_type linear, llama3 and yarn.
+type RopeScaling struct {
+	Type            string  `json:"type"`                                       // "linear", "llama3" or "yarn"
+	Factor          float64 `json:"factor"`                                     // > 0 (≥ 1 for yarn)
+	LowFreqFactor   float64 `json:"low_freq_factor,omitempty"`                  // llama3
+	HighFreqFactor  float64 `json:"high_freq_factor,omitempty"`                 // llama3; > LowFreqFactor
+	OriginalContext int     `json:"original_max_position_embeddings,omitempty"` // llama3 (required), yarn
+	AttentionFactor float64 `json:"attention_factor,omitempty"`                 // yarn; 0 means 0.1·ln(Factor)+1
+	BetaFast        float64 `json:"beta_fast,omitempty"`                        // yarn; 0 means 32
+	BetaSlow        float64 `json:"beta_slow,omitempty"`                        // yarn; 0 means 1
 }
 
 // DefaultConfig is the embedded model's shape: 4 blocks of width 128 with 4
@@ -46,10 +69,16 @@ func (c Config) Validate() error {
 		return bad("dim %d must be in [2, %d]", c.Dim, maxDim)
 	case c.Layers < 1 || c.Layers > 256:
 		return bad("layers %d must be in [1, 256]", c.Layers)
-	case c.Heads < 1 || c.Dim%c.Heads != 0:
-		return bad("heads %d must be positive and divide dim %d", c.Heads, c.Dim)
-	case (c.Dim/c.Heads)%2 != 0:
-		return bad("head width dim/heads = %d must be even for rotary positions", c.Dim/c.Heads)
+	case c.Heads < 1 || c.Heads > maxDim:
+		return bad("heads %d must be in [1, %d]", c.Heads, maxDim)
+	case c.HeadDim == 0 && c.Dim%c.Heads != 0:
+		return bad("heads %d must divide dim %d (or set head_dim)", c.Heads, c.Dim)
+	case c.HeadDim < 0 || c.HeadDim > maxDim:
+		return bad("head_dim %d must be in [0, %d] (0 means dim/heads)", c.HeadDim, maxDim)
+	case c.headDim()%2 != 0:
+		return bad("head width %d must be even for rotary positions", c.headDim())
+	case c.KVHeads < 0 || c.kvHeads() > c.Heads || c.Heads%c.kvHeads() != 0:
+		return bad("kv_heads %d must divide heads %d (0 means heads)", c.KVHeads, c.Heads)
 	case c.Hidden < 1 || c.Hidden > maxDim:
 		return bad("hidden %d must be in [1, %d]", c.Hidden, maxDim)
 	case c.Context < 1 || c.Context > 1<<16:
@@ -59,10 +88,71 @@ func (c Config) Validate() error {
 	case c.NormEps < 0 || math.IsNaN(c.NormEps) || math.IsInf(c.NormEps, 0):
 		return bad("norm_eps %v must be a positive finite number (0 means 1e-5)", c.NormEps)
 	}
+	if c.Rope != nil {
+		if err := c.Rope.validate(); err != nil {
+			return fmt.Errorf("%w: rope_scaling: %v", ErrConfig, err)
+		}
+	}
 	return nil
 }
 
-func (c Config) headDim() int { return c.Dim / c.Heads }
+func (r RopeScaling) validate() error {
+	finite := func(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
+	for name, v := range map[string]float64{"factor": r.Factor, "low_freq_factor": r.LowFreqFactor, "high_freq_factor": r.HighFreqFactor,
+		"attention_factor": r.AttentionFactor, "beta_fast": r.BetaFast, "beta_slow": r.BetaSlow} {
+		if !finite(v) || v < 0 {
+			return fmt.Errorf("%s %v must be a finite number ≥ 0", name, v)
+		}
+	}
+	if r.OriginalContext < 0 {
+		return fmt.Errorf("original_max_position_embeddings %d must be ≥ 0", r.OriginalContext)
+	}
+	switch r.Type {
+	case "linear":
+		if r.Factor <= 0 {
+			return fmt.Errorf("linear: factor %v must be > 0", r.Factor)
+		}
+	case "llama3":
+		switch {
+		case r.Factor <= 0:
+			return fmt.Errorf("llama3: factor %v must be > 0", r.Factor)
+		case r.LowFreqFactor <= 0 || r.HighFreqFactor <= r.LowFreqFactor:
+			return fmt.Errorf("llama3: want 0 < low_freq_factor (%v) < high_freq_factor (%v)", r.LowFreqFactor, r.HighFreqFactor)
+		case r.OriginalContext < 1:
+			return fmt.Errorf("llama3: original_max_position_embeddings %d must be ≥ 1", r.OriginalContext)
+		}
+	case "yarn":
+		if r.Factor < 1 {
+			return fmt.Errorf("yarn: factor %v must be ≥ 1", r.Factor)
+		}
+	default:
+		return fmt.Errorf("type %q is not implemented; want linear, llama3 or yarn", r.Type)
+	}
+	return nil
+}
+
+// headDim is the width of one attention head.
+func (c Config) headDim() int {
+	if c.HeadDim != 0 {
+		return c.HeadDim
+	}
+	return c.Dim / c.Heads
+}
+
+// kvHeads is the number of key/value heads.
+func (c Config) kvHeads() int {
+	if c.KVHeads != 0 {
+		return c.KVHeads
+	}
+	return c.Heads
+}
+
+// QDim is the width of the query projection's output, Heads·HeadDim.
+func (c Config) QDim() int { return c.Heads * c.headDim() }
+
+// KVDim is the width of the key and value projections' outputs,
+// KVHeads·HeadDim.
+func (c Config) KVDim() int { return c.kvHeads() * c.headDim() }
 
 func (c Config) ropeTheta() float64 {
 	if c.RopeTheta == 0 {
@@ -80,8 +170,22 @@ func (c Config) normEps() float64 {
 
 // Params returns the number of base parameters.
 func (c Config) Params() int {
-	perLayer := 2*c.Dim + 4*c.Dim*c.Dim + 3*c.Dim*c.Hidden
-	return 2*c.Vocab*c.Dim + c.Layers*perLayer + c.Dim
+	q, kv := c.QDim(), c.KVDim()
+	perLayer := 2*c.Dim + 2*q*c.Dim + 2*kv*c.Dim + 3*c.Dim*c.Hidden
+	if c.QKNorm {
+		perLayer += 2 * c.headDim()
+	}
+	if c.QKVBias {
+		perLayer += q + 2*kv
+	}
+	if c.OBias {
+		perLayer += c.Dim
+	}
+	embed := 2 * c.Vocab * c.Dim
+	if c.TiedEmbed {
+		embed = c.Vocab * c.Dim
+	}
+	return embed + c.Layers*perLayer + c.Dim
 }
 
 // LoraConfig selects the LoRA adapters, mirroring Tinker's

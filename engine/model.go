@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 )
 
 // Model holds the base weights of a transformer. Matrices are row-major
@@ -15,16 +16,23 @@ type Model[T Float] struct {
 	Embed     []T // Vocab×Dim
 	Blocks    []Block[T]
 	FinalNorm []T // Dim
-	Unembed   []T // Vocab×Dim (untied from Embed)
+	Unembed   []T // Vocab×Dim; nil when Config.TiedEmbed (Embed is used)
 }
 
-// Block is one transformer block's weights.
+// Block is one transformer block's weights. With QDim = Heads·HeadDim and
+// KVDim = KVHeads·HeadDim (both Dim for tandem's own model), the optional
+// tensors are nil unless the Config asks for them.
 type Block[T Float] struct {
-	AttnNorm   []T // Dim
-	Q, K, V, O []T // Dim×Dim each
-	MLPNorm    []T // Dim
-	Gate, Up   []T // Hidden×Dim each
-	Down       []T // Dim×Hidden
+	AttnNorm            []T // Dim
+	Q                   []T // QDim×Dim
+	K, V                []T // KVDim×Dim each
+	O                   []T // Dim×QDim
+	QBias, KBias, VBias []T // QDim, KVDim, KVDim (Config.QKVBias)
+	OBias               []T // Dim (Config.OBias)
+	QNorm, KNorm        []T // HeadDim each (Config.QKNorm)
+	MLPNorm             []T // Dim
+	Gate, Up            []T // Hidden×Dim each
+	Down                []T // Dim×Hidden
 }
 
 // NewModel returns a model with random weights drawn from seed: matrices
@@ -41,6 +49,8 @@ func NewModel[T Float](cfg Config, seed uint64) (*Model[T], error) {
 	for _, t := range m.tensors() {
 		std := 0.02
 		switch {
+		case len(t.Shape) == 1 && strings.HasSuffix(t.Name, ".bias"):
+			// biases: normal like the matrices (zero would hide them from tests)
 		case len(t.Shape) == 1:
 			for i := range t.Data {
 				t.Data[i] = 1
@@ -58,20 +68,33 @@ func NewModel[T Float](cfg Config, seed uint64) (*Model[T], error) {
 
 func newZeroModel[T Float](cfg Config) *Model[T] {
 	d, h, v := cfg.Dim, cfg.Hidden, cfg.Vocab
+	q, kv, hd := cfg.QDim(), cfg.KVDim(), cfg.headDim()
 	m := &Model[T]{
 		Config:    cfg,
 		Embed:     zeros[T](v * d),
 		Blocks:    make([]Block[T], cfg.Layers),
 		FinalNorm: zeros[T](d),
-		Unembed:   zeros[T](v * d),
+	}
+	if !cfg.TiedEmbed {
+		m.Unembed = zeros[T](v * d)
 	}
 	for i := range m.Blocks {
-		m.Blocks[i] = Block[T]{
+		b := Block[T]{
 			AttnNorm: zeros[T](d),
-			Q:        zeros[T](d * d), K: zeros[T](d * d), V: zeros[T](d * d), O: zeros[T](d * d),
+			Q:        zeros[T](q * d), K: zeros[T](kv * d), V: zeros[T](kv * d), O: zeros[T](d * q),
 			MLPNorm: zeros[T](d),
 			Gate:    zeros[T](h * d), Up: zeros[T](h * d), Down: zeros[T](d * h),
 		}
+		if cfg.QKVBias {
+			b.QBias, b.KBias, b.VBias = zeros[T](q), zeros[T](kv), zeros[T](kv)
+		}
+		if cfg.OBias {
+			b.OBias = zeros[T](d)
+		}
+		if cfg.QKNorm {
+			b.QNorm, b.KNorm = zeros[T](hd), zeros[T](hd)
+		}
+		m.Blocks[i] = b
 	}
 	return m
 }
@@ -138,30 +161,50 @@ type namedTensor[T Float] struct {
 }
 
 // tensors lists m's weights in a fixed order under their Hugging Face
-// (Llama) names. The Data slices alias m.
+// (Llama) names; optional tensors the Config does not ask for are left
+// out. The Data slices alias m.
 func (m *Model[T]) tensors() []namedTensor[T] {
 	c := m.Config
 	d, h, v := c.Dim, c.Hidden, c.Vocab
+	q, kv, hd := c.QDim(), c.KVDim(), c.headDim()
 	out := []namedTensor[T]{{Name: "model.embed_tokens.weight", Shape: []int{v, d}, Data: m.Embed, layer: -1}}
 	for i := range m.Blocks {
 		b := &m.Blocks[i]
 		p := fmt.Sprintf("model.layers.%d.", i)
 		out = append(out,
 			namedTensor[T]{Name: p + "input_layernorm.weight", Shape: []int{d}, Data: b.AttnNorm, layer: i},
-			namedTensor[T]{Name: p + "self_attn.q_proj.weight", Shape: []int{d, d}, Data: b.Q, kind: kindQ, layer: i},
-			namedTensor[T]{Name: p + "self_attn.k_proj.weight", Shape: []int{d, d}, Data: b.K, kind: kindK, layer: i},
-			namedTensor[T]{Name: p + "self_attn.v_proj.weight", Shape: []int{d, d}, Data: b.V, kind: kindV, layer: i},
-			namedTensor[T]{Name: p + "self_attn.o_proj.weight", Shape: []int{d, d}, Data: b.O, kind: kindO, layer: i},
+			namedTensor[T]{Name: p + "self_attn.q_proj.weight", Shape: []int{q, d}, Data: b.Q, kind: kindQ, layer: i},
+			namedTensor[T]{Name: p + "self_attn.k_proj.weight", Shape: []int{kv, d}, Data: b.K, kind: kindK, layer: i},
+			namedTensor[T]{Name: p + "self_attn.v_proj.weight", Shape: []int{kv, d}, Data: b.V, kind: kindV, layer: i},
+			namedTensor[T]{Name: p + "self_attn.o_proj.weight", Shape: []int{d, q}, Data: b.O, kind: kindO, layer: i},
+		)
+		if c.QKVBias {
+			out = append(out,
+				namedTensor[T]{Name: p + "self_attn.q_proj.bias", Shape: []int{q}, Data: b.QBias, layer: i},
+				namedTensor[T]{Name: p + "self_attn.k_proj.bias", Shape: []int{kv}, Data: b.KBias, layer: i},
+				namedTensor[T]{Name: p + "self_attn.v_proj.bias", Shape: []int{kv}, Data: b.VBias, layer: i},
+			)
+		}
+		if c.OBias {
+			out = append(out, namedTensor[T]{Name: p + "self_attn.o_proj.bias", Shape: []int{d}, Data: b.OBias, layer: i})
+		}
+		if c.QKNorm {
+			out = append(out,
+				namedTensor[T]{Name: p + "self_attn.q_norm.weight", Shape: []int{hd}, Data: b.QNorm, layer: i},
+				namedTensor[T]{Name: p + "self_attn.k_norm.weight", Shape: []int{hd}, Data: b.KNorm, layer: i},
+			)
+		}
+		out = append(out,
 			namedTensor[T]{Name: p + "post_attention_layernorm.weight", Shape: []int{d}, Data: b.MLPNorm, layer: i},
 			namedTensor[T]{Name: p + "mlp.gate_proj.weight", Shape: []int{h, d}, Data: b.Gate, kind: kindGate, layer: i},
 			namedTensor[T]{Name: p + "mlp.up_proj.weight", Shape: []int{h, d}, Data: b.Up, kind: kindUp, layer: i},
 			namedTensor[T]{Name: p + "mlp.down_proj.weight", Shape: []int{d, h}, Data: b.Down, kind: kindDown, layer: i},
 		)
 	}
-	out = append(out,
-		namedTensor[T]{Name: "model.norm.weight", Shape: []int{d}, Data: m.FinalNorm, layer: -1},
-		namedTensor[T]{Name: "lm_head.weight", Shape: []int{v, d}, Data: m.Unembed, kind: kindUnembed, layer: -1},
-	)
+	out = append(out, namedTensor[T]{Name: "model.norm.weight", Shape: []int{d}, Data: m.FinalNorm, layer: -1})
+	if !c.TiedEmbed {
+		out = append(out, namedTensor[T]{Name: "lm_head.weight", Shape: []int{v, d}, Data: m.Unembed, kind: kindUnembed, layer: -1})
+	}
 	return out
 }
 
@@ -200,4 +243,33 @@ func (r rope[T]) apply(x []T, pos int, inverse bool) {
 		x1[i] = a*c - b*s
 		x2[i] = b*c + a*s
 	}
+}
+
+// Tensor is one weight of a Model under its Hugging Face name, with its
+// shape; Data aliases the model's slice.
+type Tensor[T Float] struct {
+	Name  string
+	Shape []int
+	Data  []T
+}
+
+// Tensors lists m's weights under their Hugging Face (Llama/Qwen) names,
+// in a fixed order; the tensors cfg does not ask for (biases, q/k norms,
+// lm_head when tied) are left out. Writing through Data changes m.
+func (m *Model[T]) Tensors() []Tensor[T] {
+	ts := m.tensors()
+	out := make([]Tensor[T], len(ts))
+	for i, t := range ts {
+		out[i] = Tensor[T]{Name: t.Name, Shape: t.Shape, Data: t.Data}
+	}
+	return out
+}
+
+// NewZeroModel returns a model of cfg with every weight zero, to be filled
+// through [Model.Tensors] (a checkpoint loader does).
+func NewZeroModel[T Float](cfg Config) (*Model[T], error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return newZeroModel[T](cfg), nil
 }
