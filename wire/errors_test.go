@@ -28,6 +28,7 @@ var decoders = []struct {
 	{"retrieve_future", func(b []byte) error { _, err := DecodeFutureRetrieveRequest(b); return err }},
 	{"get_info", func(b []byte) error { _, err := DecodeModelRequest(b, "get_info"); return err }},
 	{"training_header", func(b []byte) error { _, err := DecodeTrainingHeader(b); return err }},
+	{"weights_info", func(b []byte) error { _, err := DecodeWeightsInfoRequest(b); return err }},
 	// answers a client decodes
 	{"untyped_future", func(b []byte) error { _, err := DecodeUntypedAPIFuture(b); return err }},
 	{"create_session_response", func(b []byte) error { _, err := DecodeCreateSessionResponse(b); return err }},
@@ -39,6 +40,7 @@ var decoders = []struct {
 	{"path_response", func(b []byte) error { _, err := DecodePathResponse(b, true); return err }},
 	{"sample_response", func(b []byte) error { _, err := DecodeSampleResponse(b); return err }},
 	{"future_result", func(b []byte) error { _, err := DecodeFutureResult(b); return err }},
+	{"weights_info_response", func(b []byte) error { _, err := DecodeWeightsInfoResponse(b); return err }},
 }
 
 func decoderByName(t *testing.T, name string) func([]byte) error {

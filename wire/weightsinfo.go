@@ -44,3 +44,41 @@ type GetSamplerResponse struct {
 	BaseModel string  `json:"base_model"`
 	ModelPath *string `json:"model_path"`
 }
+
+// DecodeWeightsInfoResponse decodes a weights_info answer as the SDK does
+// (WeightsInfoResponse): base_model is required; train_unembed, train_mlp
+// and train_attn absent or null mean true, as create_training_client_from_state
+// reads them; a LoRA checkpoint must give its rank.
+func DecodeWeightsInfoResponse(b []byte) (WeightsInfoResponse, error) {
+	var r WeightsInfoResponse
+	o, err := parseObject(b)
+	if err != nil {
+		return r, err
+	}
+	if r.BaseModel, err = o.str("base_model", true); err != nil {
+		return r, err
+	}
+	if r.BaseModel == "" {
+		return r, fieldErr(o.at("base_model"), "empty")
+	}
+	if r.IsLora, err = o.boolean("is_lora", false); err != nil {
+		return r, err
+	}
+	rank, err := o.integer("lora_rank", 0, false)
+	if err != nil {
+		return r, err
+	}
+	if r.IsLora && (rank < 1 || rank > MaxLoraRank) {
+		return r, fieldErr(o.at("lora_rank"), "%d; a LoRA checkpoint needs a rank in [1, %d]", rank, MaxLoraRank)
+	}
+	r.LoraRank = int(rank)
+	for _, f := range []struct {
+		name string
+		dst  *bool
+	}{{"train_unembed", &r.TrainUnembed}, {"train_mlp", &r.TrainMLP}, {"train_attn", &r.TrainAttn}} {
+		if *f.dst, err = o.boolean(f.name, true); err != nil {
+			return r, err
+		}
+	}
+	return r, nil
+}

@@ -38,6 +38,8 @@ type Client struct {
 	modelSeq    atomic.Int64 // next model_seq_id
 	samplingSeq atomic.Int64 // next sampling_session_seq_id
 	retries     atomic.Int64 // requests retried, for tests and metrics
+	pauses      pauses
+	clock       clock
 
 	hbMu    sync.Mutex
 	hbErr   error
@@ -56,7 +58,10 @@ func New(ctx context.Context, opts Options) (*Client, error) {
 	}
 	opts = opts.withDefaults()
 	lctx, cancel := context.WithCancelCause(context.Background())
-	c := &Client{opts: opts, ctx: lctx, cancel: cancel, mode: ModeJSON, chunking: jsonChunkLimits}
+	c := &Client{opts: opts, ctx: lctx, cancel: cancel, mode: ModeJSON, chunking: jsonChunkLimits, clock: realClock}
+	if opts.clock != nil {
+		c.clock = *opts.clock
+	}
 	sdk := SDKVersion
 	if !opts.ForceJSON {
 		cfg, ok, err := c.fetchConfig(ctx)

@@ -304,7 +304,8 @@ func TestOptionsFromEnvironment(t *testing.T) {
 		var body struct{ Tags []string }
 		_ = json.NewDecoder(r.Body).Decode(&body)
 		got, gotCF = body.Tags, r.Header.Get("CF-Access-Client-Id")
-		w.WriteHeader(http.StatusBadRequest)
+		w.WriteHeader(http.StatusBadRequest) // with a body: an empty 400 would be retried as a proxy's
+		_, _ = w.Write([]byte(`{"error":"refused"}`))
 	}))
 	defer srv.Close()
 	_, err = tinker.New(context.Background(), tinker.Options{BaseURL: srv.URL, APIKey: "k"})
@@ -349,4 +350,38 @@ func TestBadCallDoesNotStallLaterOnes(t *testing.T) {
 			assert.Equal(t, server.StepRejected, log[0].Status)
 		})
 	}
+}
+
+// TestResumeTrainer: weights_info gives the saved state's base and LoRA
+// shape; ResumeTrainer makes a model of that shape and loads the state.
+func TestResumeTrainer(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil, nil)
+	ctx := context.Background()
+	lora := wire.LoraConfig{Rank: 4, TrainMLP: true}
+	a, err := e.c.NewTrainer(ctx, base, lora)
+	require.NoError(t, err)
+	a.ForwardBackward(ctx, []rl.Datum{datum(1)}, ce)
+	a.OptimStep(ctx, rl.AdamParams{LearningRate: 1})
+	ref, err := a.SaveState(ctx, "resume-me").Wait(ctx)
+	require.NoError(t, err)
+
+	info, err := e.c.WeightsInfo(ctx, ref.URI)
+	require.NoError(t, err)
+	assert.Equal(t, wire.WeightsInfoResponse{BaseModel: base, IsLora: true, LoraRank: 4, TrainMLP: true}, info)
+
+	b, err := e.c.ResumeTrainer(ctx, ref, true)
+	require.NoError(t, err)
+	assert.Equal(t, policy.Version(1), b.Version())
+	assert.True(t, e.be.Trainer(b.ModelID()).LoadedOptimizer())
+	thA, _ := e.be.Trainer(a.ModelID()).State()
+	thB, _ := e.be.Trainer(b.ModelID()).State()
+	assert.Equal(t, thA, thB)
+
+	_, err = e.c.ResumeTrainer(ctx, policy.Ref{URI: "tinker://nope/weights/x"}, false)
+	var se *tinker.StatusError
+	require.ErrorAs(t, err, &se)
+	assert.Equal(t, http.StatusNotFound, se.Status)
+	_, err = e.c.WeightsInfo(ctx, "s3://bucket/x")
+	require.Error(t, err, "not a tinker path: refused before sending")
 }

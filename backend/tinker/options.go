@@ -65,6 +65,8 @@ type Options struct {
 	// that does not know client/config. Off, the client speaks protobuf to
 	// a server that answers client/config (see Client.Mode).
 	ForceJSON bool
+
+	clock *clock // tests: the time pauses wait on; nil means real time
 }
 
 // ErrOptions is matched by every configuration error.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -25,6 +26,8 @@ const (
 	fault408         = "408"
 	fault410         = "410"
 	fault400         = "400"
+	fault400Empty    = "400-empty" // a bare 400 with no body, as a proxy sends
+	fault402         = "402"
 	faultResetBefore = "reset-before" // connection dropped before the server sees the call
 	faultResetAfter  = "reset-after"  // the server applies the call, the answer is lost
 )
@@ -68,8 +71,10 @@ func (f *flaky) wrap(next http.Handler) http.Handler {
 		switch fault {
 		case "":
 			next.ServeHTTP(w, r)
-		case fault429, fault503, fault408, fault410, fault400:
-			code := map[string]int{fault429: 429, fault503: 503, fault408: 408, fault410: 410, fault400: 400}[fault]
+		case fault400Empty:
+			w.WriteHeader(http.StatusBadRequest)
+		case fault429, fault503, fault408, fault410, fault400, fault402:
+			code := map[string]int{fault429: 429, fault503: 503, fault408: 408, fault410: 410, fault400: 400, fault402: 402}[fault]
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(code)
 			_, _ = w.Write([]byte(`{"error":"injected ` + fault + `","category":"server"}`))
@@ -78,6 +83,14 @@ func (f *flaky) wrap(next http.Handler) http.Handler {
 		case faultResetAfter:
 			next.ServeHTTP(httptest.NewRecorder(), r)
 			hangUp(w)
+		default: // any other status, by its number
+			code, err := strconv.Atoi(fault)
+			if err != nil {
+				panic("flaky: unknown fault " + fault)
+			}
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(code)
+			_, _ = w.Write([]byte(`{"error":"injected ` + fault + `","category":"user"}`))
 		}
 	})
 }
@@ -100,7 +113,8 @@ func TestRetriesOnFlakyServer(t *testing.T) {
 		"create_sampling_session":  {faultResetBefore},
 		"asample":                  {fault429, faultResetAfter},
 	})
-	e := newEnv(t, f.wrap, nil)
+	clk := &fakeClock{t: time.Unix(1e9, 0)}
+	e := newEnv(t, f.wrap, func(o *tinker.Options) { tinker.FakeClock(o, clk.now, clk.sleep) })
 	ctx := context.Background()
 	tr, err := e.c.NewTrainer(ctx, base, wire.LoraConfig{})
 	require.NoError(t, err)
@@ -163,7 +177,8 @@ func TestNoRetryOnBadRequest(t *testing.T) {
 func TestPollingSemantics(t *testing.T) {
 	t.Parallel()
 	f := newFlaky(map[string][]string{"retrieve_future": {fault408, fault503, faultResetBefore}})
-	e := newEnv(t, f.wrap, func(o *tinker.Options) { o.RetryMax = 10 * time.Millisecond })
+	clk := &fakeClock{t: time.Unix(1e9, 0)}
+	e := newEnv(t, f.wrap, func(o *tinker.Options) { tinker.FakeClock(o, clk.now, clk.sleep) })
 	ctx := context.Background()
 	tr, err := e.c.NewTrainer(ctx, base, wire.LoraConfig{})
 	require.NoError(t, err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"sync"
 
 	"github.com/tandemrl/tandem/policy"
@@ -115,6 +116,39 @@ func (s *Sampler) SampleAtLeast(ctx context.Context, prompt rl.ModelInput, n int
 	return s.sample(ctx, prompt, n, p, &m)
 }
 
+// submitSample posts asample as the SDK does: with
+// X-Tinker-Sampling-Backpressure, and a 429 makes every sample of the
+// client wait 1 s (5 s for a prompt over 128 KiB, estimating 10 bytes a
+// token) before this one is sent again, with the same seq_id; there is no
+// limit on how often, as in the SDK. Every other error is retried by send.
+func (c *Client) submitSample(ctx context.Context, req wire.SampleRequest) (string, error) {
+	wait := sampleBackoffSmall
+	if 10*req.Prompt.Len() > sampleBackoffBytes {
+		wait = sampleBackoffLarge
+	}
+	for {
+		if d := c.pauses.sampleWait(c.clock.now()); d > 0 {
+			if err := c.clock.sleep(ctx, d); err != nil {
+				return "", err
+			}
+			continue
+		}
+		r, err := encode("/api/v1/asample", req, map[string]string{"X-Tinker-Sampling-Backpressure": "1"})
+		if err != nil {
+			return "", err
+		}
+		r.backpressure = true
+		id, err := c.submitRequest(ctx, "asample", r)
+		var se *StatusError
+		if errors.As(err, &se) && se.Status == http.StatusTooManyRequests {
+			c.retries.Add(1)
+			c.pauses.backOffSamples(c.clock.now(), wait)
+			continue
+		}
+		return id, err
+	}
+}
+
 func (s *Sampler) sample(ctx context.Context, prompt rl.ModelInput, n int, p rl.SamplingParams, min *int64) (rl.SampleOutput, error) {
 	params, err := wire.SamplingParamsFromRL(p)
 	if err != nil {
@@ -129,7 +163,7 @@ func (s *Sampler) sample(ctx context.Context, prompt rl.ModelInput, n int, p rl.
 			return rl.SampleOutput{}, err
 		}
 		req := wire.SampleRequest{SamplingSessionID: session, SeqID: &seq, NumSamples: n, Prompt: prompt, SamplingParams: params, MinPolicyVersion: min, PromptLogprobs: p.PromptLogprobs}
-		id, err := s.c.submit(ctx, "asample", req, map[string]string{"X-Tinker-Sampling-Backpressure": "1"})
+		id, err := s.c.submitSample(ctx, req)
 		if err != nil {
 			return rl.SampleOutput{}, fmt.Errorf("tinker: sample: %w", err)
 		}

@@ -120,6 +120,8 @@ type request struct {
 	idemKey     string
 	headers     map[string]string
 	timeout     time.Duration
+	// backpressure: a 429 is not retried but returned (asample).
+	backpressure bool
 }
 
 // answer is the body of a 2xx answer and whether its Content-Type says
@@ -208,36 +210,59 @@ func (c *Client) do(ctx context.Context, r request) (answer, error) {
 const maxAnswer = 1 << 30
 
 // send does r with the SDK's retries: connection errors and retryable
-// statuses are retried with exponential backoff until RetryMaxElapsed; the
-// idempotency key stays the same across attempts.
+// statuses are retried with exponential backoff until RetryMaxElapsed, a
+// bare 400 with an empty body (a proxy's, which the SDK treats as a lost
+// connection) up to maxEmptyBadRequests times, and a 402 is waited out
+// while the billing window lasts (see pauseOnBilling); the idempotency key
+// stays the same across attempts. With r.backpressure a 429 is returned at
+// once, for the caller to pause (asample, as the SDK does).
 func (c *Client) send(ctx context.Context, r request) ([]byte, error) {
 	bo := c.newBackOff(ctx)
+	emptyBad := 0
 	return backoff.RetryWithData(func() ([]byte, error) {
-		a, err := c.do(ctx, r)
-		if err == nil {
-			return a.body, nil
-		}
-		if ctx.Err() != nil {
-			return nil, backoff.Permanent(err)
-		}
-		var se *StatusError
-		if errors.As(err, &se) {
-			if !se.Retryable() {
+		for {
+			a, err := c.do(ctx, r)
+			if err == nil {
+				return a.body, nil
+			}
+			if ctx.Err() != nil {
 				return nil, backoff.Permanent(err)
 			}
-			bo.hint = se.retryAfter
+			again, perr := c.pauseOnBilling(ctx, err)
+			if perr != nil {
+				return nil, backoff.Permanent(perr)
+			}
+			if again {
+				continue
+			}
+			var se *StatusError
+			if errors.As(err, &se) {
+				switch {
+				case se.Status == http.StatusBadRequest && se.Message == "" && emptyBad < maxEmptyBadRequests:
+					emptyBad++
+				case se.Status == http.StatusTooManyRequests && r.backpressure:
+					return nil, backoff.Permanent(err)
+				case !se.Retryable():
+					return nil, backoff.Permanent(err)
+				}
+				bo.hint = se.retryAfter
+			}
+			c.retries.Add(1)
+			return nil, err
 		}
-		c.retries.Add(1)
-		return nil, err
 	}, bo)
 }
+
+// maxEmptyBadRequests bounds the retries of a call answered by a 400 with
+// an empty body (MAX_CONNECTION_ERROR_RETRIES).
+const maxEmptyBadRequests = 16
 
 // protoRequest is a forward_backward request to send in protobuf.
 type protoRequest wire.ForwardBackwardRequest
 
-// postJSON encodes v (in protobuf if it is a protoRequest, else in JSON)
-// and sends it with retries.
-func (c *Client) postJSON(ctx context.Context, path string, v any, headers map[string]string) ([]byte, error) {
+// encode makes the POST request of path carrying v: in protobuf if it is
+// a protoRequest, else in JSON, with a fresh idempotency key.
+func encode(path string, v any, headers map[string]string) (request, error) {
 	var (
 		body []byte
 		ct   = contentTypeJSON
@@ -250,14 +275,31 @@ func (c *Client) postJSON(ctx context.Context, path string, v any, headers map[s
 		body, err = json.Marshal(v)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("tinker: encode %s: %w", path, err)
+		return request{}, fmt.Errorf("tinker: encode %s: %w", path, err)
 	}
-	return c.send(ctx, request{method: http.MethodPost, path: path, body: body, contentType: ct, idemKey: newIdemKey(), headers: headers})
+	return request{method: http.MethodPost, path: path, body: body, contentType: ct, idemKey: newIdemKey(), headers: headers}, nil
+}
+
+// postJSON encodes v (see encode) and sends it with retries.
+func (c *Client) postJSON(ctx context.Context, path string, v any, headers map[string]string) ([]byte, error) {
+	r, err := encode(path, v, headers)
+	if err != nil {
+		return nil, err
+	}
+	return c.send(ctx, r)
 }
 
 // submit posts a call answered with a future and returns its request id.
 func (c *Client) submit(ctx context.Context, endpoint string, v any, headers map[string]string) (string, error) {
-	b, err := c.postJSON(ctx, "/api/v1/"+endpoint, v, headers)
+	r, err := encode("/api/v1/"+endpoint, v, headers)
+	if err != nil {
+		return "", err
+	}
+	return c.submitRequest(ctx, endpoint, r)
+}
+
+func (c *Client) submitRequest(ctx context.Context, endpoint string, r request) (string, error) {
+	b, err := c.send(ctx, r)
 	if err != nil {
 		return "", err
 	}
@@ -289,15 +331,19 @@ func (c *Client) pollAny(ctx context.Context, id string) (answer, error) {
 	return c.pollAccept(ctx, id, accept)
 }
 
-// pollAccept waits for request id's result the way the SDK's _APIFuture
-// does: try_again and 408 poll again, 5xx polls again after a pause, a
-// connection error after min(2^n, 30) s, 410 is ErrFutureExpired, and any
-// other status is an error. The result is the raw answer: protobuf bytes
-// when its Content-Type says so (never an error nor try_again, which are
-// JSON), else the JSON of the call's result.
+// pollAccept waits for request id's result with SDK v0.25.0's table
+// (lib/api_future_impl.py): try_again and 408 poll again at once; 5xx
+// polls again after RetryInitial (the SDK repeats at once; the pause
+// spares a failing server); a connection error or a 429 after
+// min(2^n, 30) s, n counting them in a row; a bare 400 polls again up to
+// 3 times (a proxy may inject one); a 402 waits 5 s while the billing
+// window lasts; 410 is ErrFutureExpired (a sample is then sent again, a
+// training call is not); any other status is an error. The result is the
+// raw answer: protobuf bytes when its Content-Type says so (never an error
+// nor try_again, which are JSON), else the JSON of the call's result.
 func (c *Client) pollAccept(ctx context.Context, id, accept string) (answer, error) {
 	body, _ := json.Marshal(wire.FutureRetrieveRequest{RequestID: id})
-	connFails := 0
+	backoffs, badRequests := 0, 0
 	for {
 		a, err := c.do(ctx, request{method: http.MethodPost, path: "/api/v1/retrieve_future", body: body, accept: accept, timeout: c.opts.PollTimeout})
 		if ctx.Err() != nil {
@@ -307,30 +353,48 @@ func (c *Client) pollAccept(ctx context.Context, id, accept string) (answer, err
 		var ce *ConnError
 		switch {
 		case errors.As(err, &se):
-			connFails = 0
+			again, perr := c.pauseOnBilling(ctx, err)
+			if perr != nil {
+				return answer{}, perr
+			}
+			if again {
+				continue
+			}
+			if se.Status != http.StatusTooManyRequests {
+				backoffs = 0 // any other answer proves the connection alive
+			}
 			switch {
 			case se.Status == http.StatusRequestTimeout:
+				badRequests = 0
 				continue
 			case se.Status == http.StatusGone:
 				return answer{}, fmt.Errorf("%w: request %s: %s", ErrFutureExpired, id, se.Message)
 			case se.Status >= 500:
-				if err := sleep(ctx, c.opts.RetryInitial); err != nil {
+				if err := c.clock.sleep(ctx, c.opts.RetryInitial); err != nil {
 					return answer{}, err
 				}
+				continue
+			case se.Status == http.StatusTooManyRequests:
+				if err := c.clock.sleep(ctx, pollBackoff(backoffs)); err != nil {
+					return answer{}, err
+				}
+				backoffs++
+				continue
+			case se.Status == http.StatusBadRequest && badRequests < maxBadRequestPolls:
+				badRequests++
 				continue
 			}
 			return answer{}, err
 		case errors.As(err, &ce):
-			d := min(time.Duration(1<<min(connFails, 5))*time.Second, 30*time.Second)
-			d = min(d, c.opts.RetryMax)
-			connFails++
-			if err := sleep(ctx, d); err != nil {
+			if err := c.clock.sleep(ctx, pollBackoff(backoffs)); err != nil {
 				return answer{}, err
 			}
+			backoffs++
 			continue
 		case err != nil:
 			return answer{}, err
 		}
+		backoffs = 0
 		if a.proto {
 			return a, nil
 		}
@@ -340,7 +404,7 @@ func (c *Client) pollAccept(ctx context.Context, id, accept string) (answer, err
 		}
 		switch {
 		case r.TryAgain != nil:
-			if err := sleep(ctx, c.opts.PollInterval); err != nil {
+			if err := c.clock.sleep(ctx, c.opts.PollInterval); err != nil {
 				return answer{}, err
 			}
 		case r.Failed != nil:
