@@ -34,6 +34,12 @@ type Checkpoint struct {
 	Ref     policy.Ref
 	Base    string
 	Created time.Time
+	Expires time.Time // zero: never (a save's ttl_seconds sets it)
+}
+
+// expired reports whether c has expired at now.
+func (c Checkpoint) expired(now time.Time) bool {
+	return !c.Expires.IsZero() && !now.Before(c.Expires)
 }
 
 // CheckpointStore lets a server find checkpoints it did not save itself

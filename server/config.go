@@ -22,6 +22,10 @@ type ModelSpec struct {
 	Name             string `json:"name"`
 	MaxContextLength int    `json:"max_context_length,omitempty"`
 	VocabSize        int    `json:"vocab_size,omitempty"`
+	// TokenizerID is what get_info reports as model_data.tokenizer_id,
+	// which the SDK's get_tokenizer hands to AutoTokenizer.from_pretrained:
+	// a Hub id or a folder holding tokenizer.json; default the Name.
+	TokenizerID string `json:"tokenizer_id,omitempty"`
 }
 
 // Config configures a Server. The zero value of each field means the

@@ -199,9 +199,13 @@ func (s *Server) getInfo(_ context.Context, owner string, body []byte) (any, err
 	if err != nil {
 		return nil, err
 	}
+	tok := m.base
+	if spec, err := s.modelSpec(m.base); err == nil && spec.TokenizerID != "" {
+		tok = spec.TokenizerID
+	}
 	return wire.GetInfoResponse{
 		Type: "get_info", ModelID: m.id, IsLora: true, LoraRank: m.lora.Rank, ModelName: m.base,
-		ModelData: wire.ModelData{ModelName: m.base},
+		ModelData: wire.ModelData{ModelName: m.base, TokenizerID: tok},
 	}, nil
 }
 

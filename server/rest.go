@@ -67,7 +67,7 @@ func (s *Server) runOf(m *model) wire.TrainingRun {
 		}
 	}
 	for _, ck := range s.ownCheckpoints(m.owner, m.id) {
-		c := wire.CheckpointFromPath(ck.Path, ck.Created)
+		c := wire.CheckpointFromPath(ck.Path, ck.Created, ck.Expires)
 		if ck.Path.Kind == wire.KindWeights {
 			run.LastCheckpoint = &c
 		} else {
@@ -83,8 +83,9 @@ func (s *Server) ownCheckpoints(owner, run string) []Checkpoint {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []Checkpoint
+	now := s.now()
 	for _, oc := range s.ckpts {
-		if oc.owner == owner && (run == "" || oc.Path.Run == run) {
+		if oc.owner == owner && (run == "" || oc.Path.Run == run) && !oc.expired(now) {
 			out = append(out, oc.Checkpoint)
 		}
 	}
@@ -113,10 +114,16 @@ func (s *Server) listCheckpoints(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	cks := s.ownCheckpoints(owner, run)
+	// The store's copies of this server's saves, expired ones included
+	// (stores keep no expiry), are not listed again.
 	seen := map[string]bool{}
-	for _, ck := range cks {
-		seen[ck.Path.String()] = true
+	s.mu.Lock()
+	for k, oc := range s.ckpts {
+		if oc.owner == owner && oc.Path.Run == run {
+			seen[k] = true
+		}
 	}
+	s.mu.Unlock()
 	if s.store != nil {
 		more, err := s.store.List(r.Context(), owner, run)
 		if err != nil {
@@ -138,7 +145,7 @@ func (s *Server) listCheckpoints(w http.ResponseWriter, r *http.Request) {
 	}
 	out := wire.CheckpointsListResponse{Checkpoints: []wire.Checkpoint{}}
 	for _, ck := range cks {
-		out.Checkpoints = append(out.Checkpoints, wire.CheckpointFromPath(ck.Path, ck.Created))
+		out.Checkpoints = append(out.Checkpoints, wire.CheckpointFromPath(ck.Path, ck.Created, ck.Expires))
 	}
 	writeJSON(w, http.StatusOK, out)
 }
@@ -250,7 +257,7 @@ func (s *Server) listUserCheckpoints(w http.ResponseWriter, r *http.Request) {
 	cks := s.ownCheckpoints(owner, "")
 	out := wire.CheckpointsListResponse{Checkpoints: []wire.Checkpoint{}, Cursor: &wire.Cursor{Offset: offset, Limit: limit, TotalCount: len(cks)}}
 	for _, ck := range pageOf(cks, offset, limit) {
-		out.Checkpoints = append(out.Checkpoints, wire.CheckpointFromPath(ck.Path, ck.Created))
+		out.Checkpoints = append(out.Checkpoints, wire.CheckpointFromPath(ck.Path, ck.Created, ck.Expires))
 	}
 	writeJSON(w, http.StatusOK, out)
 }

@@ -7,6 +7,7 @@ import (
 	"mime"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/tandemrl/tandem/policy"
 	"github.com/tandemrl/tandem/rl"
@@ -178,6 +179,9 @@ func (s *Server) saveWeights(_ context.Context, owner string, body []byte) (any,
 			return nil, badRequest(err)
 		}
 		path := wire.TinkerPath{Run: m.id, Kind: wire.KindWeights, Name: checkpointName(req.Path, req.SeqID, "state")}
+		if !req.Overwrite && s.ownsLive(owner, path) {
+			return nil, userErr(http.StatusBadRequest, "field path: checkpoint %s exists; save under another name, or set overwrite to true to replace it", path)
+		}
 		return func(ctx context.Context) func(context.Context) outcome {
 			fut := m.trainer.SaveState(ctx, path.Name)
 			return func(ctx context.Context) outcome {
@@ -185,7 +189,7 @@ func (s *Server) saveWeights(_ context.Context, owner string, body []byte) (any,
 				if err != nil {
 					return outcome{err: err}
 				}
-				if _, err := s.recordCheckpoint(ctx, owner, m, path, ref); err != nil {
+				if _, err := s.recordCheckpoint(ctx, owner, m, path, ref, req.TTLSeconds); err != nil {
 					return outcome{err: err}
 				}
 				return outcome{result: wire.PathResponse{Path: path.String(), Type: "save_weights"}}
@@ -212,7 +216,7 @@ func (s *Server) saveForSampler(_ context.Context, owner string, body []byte) (a
 				if err != nil {
 					return outcome{err: err}
 				}
-				ck, err := s.recordCheckpoint(ctx, owner, m, path, ref)
+				ck, err := s.recordCheckpoint(ctx, owner, m, path, ref, req.TTLSeconds)
 				if err != nil {
 					return outcome{err: err}
 				}
@@ -264,8 +268,11 @@ type ownedCheckpoint struct {
 
 // recordCheckpoint remembers a save so it can be loaded, sampled and
 // listed, and records it in the store when the store takes records.
-func (s *Server) recordCheckpoint(ctx context.Context, owner string, m *model, p wire.TinkerPath, ref policy.Ref) (Checkpoint, error) {
+func (s *Server) recordCheckpoint(ctx context.Context, owner string, m *model, p wire.TinkerPath, ref policy.Ref, ttl *int64) (Checkpoint, error) {
 	ck := Checkpoint{Path: p, Ref: ref, Base: m.base, Created: s.now()}
+	if ttl != nil {
+		ck.Expires = ck.Created.Add(time.Duration(*ttl) * time.Second)
+	}
 	s.mu.Lock()
 	s.ckpts[p.String()] = ownedCheckpoint{owner: owner, Checkpoint: ck}
 	s.mu.Unlock()
@@ -277,6 +284,15 @@ func (s *Server) recordCheckpoint(ctx context.Context, owner string, m *model, p
 	return ck, nil
 }
 
+// ownsLive reports whether owner has a checkpoint at p that has not
+// expired, among this server's saves.
+func (s *Server) ownsLive(owner string, p wire.TinkerPath) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	oc, ok := s.ckpts[p.String()]
+	return ok && oc.owner == owner && !oc.expired(s.now())
+}
+
 // resolve finds the checkpoint p names among owner's: this server's saves
 // first, then the CheckpointStore.
 func (s *Server) resolve(ctx context.Context, owner string, p wire.TinkerPath) (Checkpoint, error) {
@@ -284,6 +300,9 @@ func (s *Server) resolve(ctx context.Context, owner string, p wire.TinkerPath) (
 	oc, ok := s.ckpts[p.String()]
 	s.mu.Unlock()
 	if ok && oc.owner == owner {
+		if oc.expired(s.now()) {
+			return Checkpoint{}, userErr(http.StatusNotFound, "checkpoint %s expired at %s (its ttl_seconds)", p, oc.Expires.UTC().Format(time.RFC3339))
+		}
 		return oc.Checkpoint, nil
 	}
 	if s.store != nil {

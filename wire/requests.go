@@ -305,6 +305,12 @@ type SaveWeightsRequest struct {
 	ModelID string `json:"model_id"`
 	Path    string `json:"path,omitempty"`
 	SeqID   *int64 `json:"seq_id,omitempty"`
+	// TTLSeconds (SDK ≥ 0.9.0): the checkpoint expires that long after it
+	// is saved; nil means never.
+	TTLSeconds *int64 `json:"ttl_seconds,omitempty"`
+	// Overwrite (SDK ≥ 0.20.0) replaces a checkpoint of the same name;
+	// without it such a save is refused.
+	Overwrite bool `json:"overwrite,omitempty"`
 }
 
 // SaveWeightsForSamplerRequest: without Path, SamplingSessionSeqID asks for
@@ -314,6 +320,21 @@ type SaveWeightsForSamplerRequest struct {
 	Path                 string `json:"path,omitempty"`
 	SamplingSessionSeqID *int64 `json:"sampling_session_seq_id,omitempty"`
 	SeqID                *int64 `json:"seq_id,omitempty"`
+	TTLSeconds           *int64 `json:"ttl_seconds,omitempty"` // as in SaveWeightsRequest
+}
+
+// MaxTTLSeconds bounds ttl_seconds: 100 years.
+const MaxTTLSeconds = 100 * 365 * 24 * 3600
+
+func ttlSeconds(o obj) (*int64, error) {
+	t, err := o.optInt("ttl_seconds")
+	if err != nil || t == nil {
+		return nil, err
+	}
+	if *t < 1 || *t > MaxTTLSeconds {
+		return nil, fieldErr(o.at("ttl_seconds"), "%d out of range; want 1 to %d seconds, or null for a checkpoint that never expires", *t, MaxTTLSeconds)
+	}
+	return t, nil
 }
 
 // DecodeSaveWeightsRequest decodes and checks a save_weights body.
@@ -329,7 +350,13 @@ func DecodeSaveWeightsRequest(b []byte) (SaveWeightsRequest, error) {
 	if r.ModelID, r.SeqID, err = modelAndSeq(o); err != nil {
 		return r, err
 	}
-	r.Path, err = checkpointName(o)
+	if r.Path, err = checkpointName(o); err != nil {
+		return r, err
+	}
+	if r.TTLSeconds, err = ttlSeconds(o); err != nil {
+		return r, err
+	}
+	r.Overwrite, err = o.boolean("overwrite", false)
 	return r, err
 }
 
@@ -347,6 +374,9 @@ func DecodeSaveWeightsForSamplerRequest(b []byte) (SaveWeightsForSamplerRequest,
 		return r, err
 	}
 	if r.Path, err = checkpointName(o); err != nil {
+		return r, err
+	}
+	if r.TTLSeconds, err = ttlSeconds(o); err != nil {
 		return r, err
 	}
 	r.SamplingSessionSeqID, err = o.optInt("sampling_session_seq_id")

@@ -5,15 +5,22 @@ import "time"
 // Checkpoint is one entry of a checkpoint listing (types/checkpoint.py).
 // CheckpointID is "<kind>/<name>"; CheckpointType is "training" or "sampler".
 type Checkpoint struct {
-	CheckpointID   string    `json:"checkpoint_id"`
-	CheckpointType string    `json:"checkpoint_type"`
-	Time           time.Time `json:"time"`
-	TinkerPath     string    `json:"tinker_path"`
+	CheckpointID   string     `json:"checkpoint_id"`
+	CheckpointType string     `json:"checkpoint_type"`
+	Time           time.Time  `json:"time"`
+	TinkerPath     string     `json:"tinker_path"`
+	ExpiresAt      *time.Time `json:"expires_at,omitempty"` // SDK ≥ 0.9.0; absent: never
 }
 
-// CheckpointFromPath fills a Checkpoint from its path and creation time.
-func CheckpointFromPath(p TinkerPath, created time.Time) Checkpoint {
-	return Checkpoint{CheckpointID: p.CheckpointID(), CheckpointType: p.CheckpointType(), Time: created.UTC(), TinkerPath: p.String()}
+// CheckpointFromPath fills a Checkpoint from its path, creation time and
+// expiry (zero: never).
+func CheckpointFromPath(p TinkerPath, created, expires time.Time) Checkpoint {
+	c := Checkpoint{CheckpointID: p.CheckpointID(), CheckpointType: p.CheckpointType(), Time: created.UTC(), TinkerPath: p.String()}
+	if !expires.IsZero() {
+		e := expires.UTC()
+		c.ExpiresAt = &e
+	}
+	return c
 }
 
 // CheckpointsListResponse answers GET training_runs/{id}/checkpoints.
