@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 )
 
 // LoraPair is one adapted linear layer: A is Rank×In, B is Out×Rank, and the
@@ -57,12 +58,13 @@ func newPair[T Float](in, out, rank int) *LoraPair[T] {
 
 func newZeroAdapter[T Float](cfg Config, lora LoraConfig) *Adapter[T] {
 	d, h, r := cfg.Dim, cfg.Hidden, lora.Rank
+	q, kv := cfg.QDim(), cfg.KVDim()
 	lora.Alpha = lora.alpha() // store the resolved default
 	a := &Adapter[T]{Lora: lora, Model: cfg, Blocks: make([]BlockAdapter[T], cfg.Layers)}
 	for i := range a.Blocks {
 		b := &a.Blocks[i]
 		if lora.TrainAttn {
-			b.Q, b.K, b.V, b.O = newPair[T](d, d, r), newPair[T](d, d, r), newPair[T](d, d, r), newPair[T](d, d, r)
+			b.Q, b.K, b.V, b.O = newPair[T](d, q, r), newPair[T](d, kv, r), newPair[T](d, kv, r), newPair[T](q, d, r)
 		}
 		if lora.TrainMLP {
 			b.Gate, b.Up, b.Down = newPair[T](d, h, r), newPair[T](d, h, r), newPair[T](h, d, r)
@@ -145,16 +147,41 @@ func (l LoraConfig) targetModules() []string {
 	return out
 }
 
+// checkFor reports whether a is an adapter for a model of shape cfg, with
+// every pair of the shape cfg and a.Lora ask for.
+func (a *Adapter[T]) checkFor(cfg Config) error {
+	if !a.Model.equal(cfg) {
+		return fmt.Errorf("%w: adapter is for model %+v, base is %+v", ErrShape, a.Model, cfg)
+	}
+	want := newZeroAdapter[T](cfg, a.Lora).tensors()
+	got := a.tensors()
+	if len(got) != len(want) {
+		return fmt.Errorf("%w: adapter has %d tensors; its lora config %+v needs %d", ErrShape, len(got), a.Lora, len(want))
+	}
+	for i := range got {
+		if got[i].Name != want[i].Name || !slices.Equal(got[i].Shape, want[i].Shape) || len(got[i].Data) != len(want[i].Data) {
+			return fmt.Errorf("%w: adapter tensor %s has shape %v (%d values); the model needs %s %v", ErrShape,
+				got[i].Name, got[i].Shape, len(got[i].Data), want[i].Name, want[i].Shape)
+		}
+	}
+	return nil
+}
+
 // Merge returns a copy of base with a folded in: W' = W + Scale·B·A for every
 // adapted layer. A nil adapter returns a plain copy. The shapes must agree.
+// An lm_head adapter cannot be merged into a tied embedding (it would change
+// the input embedding too); the sampler applies adapters unmerged instead.
 func Merge[T Float](base *Model[T], a *Adapter[T]) (*Model[T], error) {
-	m := base.Clone()
 	if a == nil {
-		return m, nil
+		return base.Clone(), nil
 	}
-	if a.Model != base.Config {
-		return nil, fmt.Errorf("%w: adapter is for model %+v, base is %+v", ErrShape, a.Model, base.Config)
+	if err := a.checkFor(base.Config); err != nil {
+		return nil, err
 	}
+	if a.Unembed != nil && base.Config.TiedEmbed {
+		return nil, fmt.Errorf("%w: cannot merge an lm_head adapter into a tied embedding", ErrShape)
+	}
+	m := base.Clone()
 	s := T(a.Lora.Scale())
 	fold := func(w []T, p *LoraPair[T]) {
 		if p != nil {

@@ -33,13 +33,22 @@ func spanSize(n int, brs []branch) int {
 	return size
 }
 
-// headView is one head's columns of the packed q, k, v matrices.
+// headView is one query head's columns of the packed q matrix (row width
+// qd) and its KV head's columns of k and v (row width kd).
 type headView[T Float] struct {
-	d, c0, c1 int
-	scale     float64
+	qd, kd     int
+	q0, k0, hd int
+	scale      float64
 }
 
-func (hv headView[T]) col(m []T, row int) []T { return m[row*hv.d+hv.c0 : row*hv.d+hv.c1] }
+func newHeadView[T Float](cfg Config, h int) headView[T] {
+	hd := cfg.headDim()
+	rep := cfg.Heads / cfg.kvHeads()
+	return headView[T]{qd: cfg.QDim(), kd: cfg.KVDim(), q0: h * hd, k0: (h / rep) * hd, hd: hd, scale: 1 / math.Sqrt(float64(hd))}
+}
+
+func (hv headView[T]) qcol(m []T, row int) []T { return m[row*hv.qd+hv.q0 : row*hv.qd+hv.q0+hv.hd] }
+func (hv headView[T]) kcol(m []T, row int) []T { return m[row*hv.kd+hv.k0 : row*hv.kd+hv.k0+hv.hd] }
 
 // keyRow maps column j of a probability row to its key row: the first aN
 // columns are rows aOff…, the rest rows bOff….
@@ -50,17 +59,18 @@ func keyRow(j, aOff, aN, bOff int) int {
 	return bOff + j - aN
 }
 
-// attnForward computes multi-head attention for every span of a packed
-// batch: out = softmax(q·kᵀ/√hd + mask)·v per head, with q and k already
-// rotated and the mask of [span]. probs receives each (span, head)'s
+// attnForward computes grouped-query attention for every span of a packed
+// batch: out = softmax(q·kᵀ/√hd + mask)·v per query head h, whose keys and
+// values are those of KV head h/(Heads/KVHeads) (Hugging Face's repeat_kv),
+// with q and k already rotated and the mask of [span]. q and out are
+// n×QDim, k and v n×KVDim. probs receives each (span, query head)'s
 // probabilities (zero where masked). (span, head) pairs run in parallel.
 func attnForward[T Float](p par, cfg Config, spans []span, q, k, v, out, probs []T) {
-	hd, nh := cfg.headDim(), cfg.Heads
-	scale := 1 / math.Sqrt(float64(hd))
+	nh := cfg.Heads
 	p.forEach(len(spans)*nh, 1, func(lo, hi int) {
 		for task := lo; task < hi; task++ {
 			s, h := &spans[task/nh], task%nh
-			hv := headView[T]{d: cfg.Dim, c0: h * hd, c1: (h + 1) * hd, scale: scale}
+			hv := newHeadView[T](cfg, h)
 			pm := probs[s.poff+h*s.size : s.poff+(h+1)*s.size]
 			for i := 0; i < s.n; i++ {
 				hv.forwardRow(s.off+i, s.off, i+1, 0, 0, pm[i*s.n:(i+1)*s.n], q, k, v, out)
@@ -80,10 +90,10 @@ func attnForward[T Float](p par, cfg Config, spans []span, q, k, v, out, probs [
 // row[:aN+bN] (the rest of row is cleared) and the output to out's row r.
 func (hv headView[T]) forwardRow(r, aOff, aN, bOff, bN int, row, q, k, v, out []T) {
 	nk := aN + bN
-	qi := hv.col(q, r)
+	qi := hv.qcol(q, r)
 	mx := math.Inf(-1)
 	for j := 0; j < nk; j++ {
-		sc := float64(dot(qi, hv.col(k, keyRow(j, aOff, aN, bOff)))) * hv.scale
+		sc := float64(dot(qi, hv.kcol(k, keyRow(j, aOff, aN, bOff)))) * hv.scale
 		row[j] = T(sc)
 		mx = math.Max(mx, sc)
 	}
@@ -94,47 +104,57 @@ func (hv headView[T]) forwardRow(r, aOff, aN, bOff, bN int, row, q, k, v, out []
 		sum += e
 	}
 	inv := 1 / sum
-	oi := hv.col(out, r)
+	oi := hv.qcol(out, r)
 	clear(oi)
 	for j := 0; j < nk; j++ {
 		row[j] = T(float64(row[j]) * inv)
-		axpy(row[j], hv.col(v, keyRow(j, aOff, aN, bOff)), oi)
+		axpy(row[j], hv.kcol(v, keyRow(j, aOff, aN, bOff)), oi)
 	}
 	clear(row[nk:])
 }
 
 // attnBackward takes dout and the forward's q, k, v, probs and writes dq, dk,
 // dv (overwritten). The gradients are with respect to the rotated q and k.
-// Within a span, the trunk's rows are processed first, then each branch in
-// order, so the gradients a trunk key receives from several branches are
-// summed in a fixed order.
+// One task is a (span, KV head) pair: it runs the query heads of the group
+// in increasing order, and within a span the trunk's rows first, then each
+// branch in order, so the gradients a key receives from several query
+// heads and several branches are summed in a fixed order.
 func attnBackward[T Float](p par, cfg Config, spans []span, q, k, v, probs, dout, dq, dk, dv []T) {
-	hd, nh := cfg.headDim(), cfg.Heads
-	scale := 1 / math.Sqrt(float64(hd))
-	p.forEach(len(spans)*nh, 1, func(lo, hi int) {
+	nkv := cfg.kvHeads()
+	rep := cfg.Heads / nkv
+	p.forEach(len(spans)*nkv, 1, func(lo, hi int) {
 		ds := make([]T, 0, 64)
 		for task := lo; task < hi; task++ {
-			s, h := &spans[task/nh], task%nh
-			hv := headView[T]{d: cfg.Dim, c0: h * hd, c1: (h + 1) * hd, scale: scale}
-			pm := probs[s.poff+h*s.size : s.poff+(h+1)*s.size]
-			clearRows := func(off, n int) {
-				for i := off; i < off+n; i++ {
-					clear(hv.col(dq, i))
-					clear(hv.col(dk, i))
-					clear(hv.col(dv, i))
+			s, g := &spans[task/nkv], task%nkv
+			rows := func(fn func(i int)) {
+				for i := s.off; i < s.off+s.n; i++ {
+					fn(i)
+				}
+				for _, b := range s.branches {
+					for i := b.off; i < b.off+b.n; i++ {
+						fn(i)
+					}
 				}
 			}
-			clearRows(s.off, s.n)
-			for _, b := range s.branches {
-				clearRows(b.off, b.n)
-			}
-			for i := 0; i < s.n; i++ {
-				ds = hv.backwardRow(s.off+i, s.off, i+1, 0, 0, pm[i*s.n:(i+1)*s.n], q, k, v, dout, dq, dk, dv, ds)
-			}
-			for _, b := range s.branches {
-				w := s.n + b.n
-				for i := 0; i < b.n; i++ {
-					ds = hv.backwardRow(b.off+i, s.off, s.n, b.off, i+1, pm[b.poff+i*w:b.poff+(i+1)*w], q, k, v, dout, dq, dk, dv, ds)
+			hv0 := newHeadView[T](cfg, g*rep)
+			rows(func(i int) {
+				clear(hv0.kcol(dk, i))
+				clear(hv0.kcol(dv, i))
+				for h := g * rep; h < (g+1)*rep; h++ {
+					clear(newHeadView[T](cfg, h).qcol(dq, i))
+				}
+			})
+			for h := g * rep; h < (g+1)*rep; h++ {
+				hv := newHeadView[T](cfg, h)
+				pm := probs[s.poff+h*s.size : s.poff+(h+1)*s.size]
+				for i := 0; i < s.n; i++ {
+					ds = hv.backwardRow(s.off+i, s.off, i+1, 0, 0, pm[i*s.n:(i+1)*s.n], q, k, v, dout, dq, dk, dv, ds)
+				}
+				for _, b := range s.branches {
+					w := s.n + b.n
+					for i := 0; i < b.n; i++ {
+						ds = hv.backwardRow(b.off+i, s.off, s.n, b.off, i+1, pm[b.poff+i*w:b.poff+(i+1)*w], q, k, v, dout, dq, dk, dv, ds)
+					}
 				}
 			}
 		}
@@ -146,39 +166,27 @@ func attnBackward[T Float](p par, cfg Config, spans []span, q, k, v, probs, dout
 func (hv headView[T]) backwardRow(r, aOff, aN, bOff, bN int, row, q, k, v, dout, dq, dk, dv, ds []T) []T {
 	nk := aN + bN
 	ds = grow(ds, nk, false)
-	doi := hv.col(dout, r)
+	doi := hv.qcol(dout, r)
 	// dP[i,j] = dout_i·v_j; dS = P⊙(dP − Σ P⊙dP)
 	var acc float64
 	for j := 0; j < nk; j++ {
 		kr := keyRow(j, aOff, aN, bOff)
-		dp := dot(doi, hv.col(v, kr))
+		dp := dot(doi, hv.kcol(v, kr))
 		ds[j] = dp
 		acc += float64(row[j]) * float64(dp)
-		axpy(row[j], doi, hv.col(dv, kr))
+		axpy(row[j], doi, hv.kcol(dv, kr))
 	}
 	a := T(acc)
 	sc := T(hv.scale)
-	dqi, qi := hv.col(dq, r), hv.col(q, r)
+	dqi, qi := hv.qcol(dq, r), hv.qcol(q, r)
 	for j := 0; j < nk; j++ {
 		g := row[j] * (ds[j] - a) * sc
 		if g == 0 {
 			continue
 		}
 		kr := keyRow(j, aOff, aN, bOff)
-		axpy(g, hv.col(k, kr), dqi)
-		axpy(g, qi, hv.col(dk, kr))
+		axpy(g, hv.kcol(k, kr), dqi)
+		axpy(g, qi, hv.kcol(dk, kr))
 	}
 	return ds
-}
-
-// ropeRows rotates every head of rows [0, n) of x (n×Dim); positions come
-// from pos(i). With inverse it applies the transposed rotation.
-func ropeRows[T Float](r rope[T], cfg Config, n int, x []T, pos func(i int) int, inverse bool) {
-	d, hd := cfg.Dim, cfg.headDim()
-	for i := 0; i < n; i++ {
-		pi := pos(i)
-		for h := 0; h < cfg.Heads; h++ {
-			r.apply(x[i*d+h*hd:i*d+(h+1)*hd], pi, inverse)
-		}
-	}
 }

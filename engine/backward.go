@@ -1,14 +1,15 @@
 package engine
 
-import "math"
-
 // backScratch holds the backward pass's temporary gradients, reused.
 type backScratch[T Float] struct {
-	dx, dxn, dao, dq, dk, dv []T // n×Dim
-	dh, dg, du               []T // n×Hidden
-	tmp                      []T // n×Rank
-	csum                     []float64
-	live                     []bool
+	dx, dxn    []T // n×Dim
+	dao, dq    []T // n×QDim
+	dk, dv     []T // n×KVDim
+	dqn, dkn   []T // n×QDim, n×KVDim: gradients before the q/k norms (QKNorm)
+	dh, dg, du []T // n×Hidden
+	tmp        []T // n×Rank
+	csum       []float64
+	live       []bool
 }
 
 // term is one loss term on a packed row: coef is the derivative of the loss
@@ -22,12 +23,12 @@ type term struct {
 // backward propagates the loss gradient through the pass recorded in a and
 // accumulates parameter gradients into nt.gm / nt.gad. terms are the loss's
 // derivatives with respect to target log-probabilities, any number per row.
-// It overwrites a.logits with their gradient.
+// It reuses a.logits for one chunk of logit gradients at a time.
 func (nt *net[T]) backward(a *acts[T], terms []term) {
 	c := nt.m.Config
-	d, hid, vocab, n := c.Dim, c.Hidden, c.Vocab, a.n
+	d, hid, n, hd := c.Dim, c.Hidden, a.n, c.headDim()
+	qd, kvd, nkv := c.QDim(), c.KVDim(), c.kvHeads()
 	bw := &a.bw
-	// dlogits = Σ coef·(onehot(target) − softmax) over a row's terms
 	if cap(bw.csum) < n {
 		bw.csum, bw.live = make([]float64, n), make([]bool, n)
 	}
@@ -40,29 +41,13 @@ func (nt *net[T]) backward(a *acts[T], terms []term) {
 			live[tm.row] = true
 		}
 	}
-	for i := 0; i < n; i++ {
-		row := a.logits[i*vocab : (i+1)*vocab]
-		if !live[i] {
-			clear(row)
-			continue
-		}
-		ci, lse := csum[i], a.lse[i]
-		for v := range row {
-			row[v] = T(-ci * math.Exp(float64(row[v])-lse))
-		}
-	}
-	for _, tm := range terms {
-		if tm.coef != 0 {
-			a.logits[tm.row*vocab+tm.target] += T(tm.coef)
-		}
-	}
 	bw.dxn = grow(bw.dxn, n*d, false)
 	bw.dx = grow(bw.dx, n*d, true)
-	nt.lin(-1, kindUnembed).backward(nt.p, n, a.logits, a.xnf, a.luU, bw.dxn, 0, &bw.tmp)
+	nt.headBackward(a, terms, csum, live, bw.dxn)
 	rmsnormBack(n, d, bw.dxn, a.xfin, nt.m.FinalNorm, a.rsf, bw.dx, gradOf(nt.gm, func(m *Model[T]) []T { return m.FinalNorm }))
 	bw.dh, bw.dg, bw.du = grow(bw.dh, n*hid, false), grow(bw.dg, n*hid, false), grow(bw.du, n*hid, false)
-	bw.dao, bw.dq = grow(bw.dao, n*d, false), grow(bw.dq, n*d, false)
-	bw.dk, bw.dv = grow(bw.dk, n*d, false), grow(bw.dv, n*d, false)
+	bw.dao, bw.dq = grow(bw.dao, n*qd, false), grow(bw.dq, n*qd, false)
+	bw.dk, bw.dv = grow(bw.dk, n*kvd, false), grow(bw.dv, n*kvd, false)
 	pos := func(i int) int { return a.pos[i] }
 	for li := c.Layers - 1; li >= 0; li-- {
 		b, la := &nt.m.Blocks[li], &a.layers[li]
@@ -79,16 +64,23 @@ func (nt *net[T]) backward(a *acts[T], terms []term) {
 		// attention
 		nt.lin(li, kindO).backward(nt.p, n, bw.dx, la.ao, la.lu[kindO], bw.dao, 0, &bw.tmp)
 		attnBackward(nt.p, c, a.spans, la.q, la.k, la.v, la.probs, bw.dao, bw.dq, bw.dk, bw.dv)
-		ropeRows(nt.rope, c, n, bw.dq, pos, true)
-		ropeRows(nt.rope, c, n, bw.dk, pos, true)
+		ropeRows(nt.rope, c.Heads, hd, n, bw.dq, pos, true)
+		ropeRows(nt.rope, nkv, hd, n, bw.dk, pos, true)
+		dq, dk := bw.dq, bw.dk
+		if c.QKNorm {
+			bw.dqn, bw.dkn = grow(bw.dqn, n*qd, true), grow(bw.dkn, n*kvd, true)
+			rmsnormBack(n*c.Heads, hd, bw.dq, la.qpre, b.QNorm, la.rsq, bw.dqn, blockGrad(gb, func(b *Block[T]) []T { return b.QNorm }))
+			rmsnormBack(n*nkv, hd, bw.dk, la.kpre, b.KNorm, la.rsk, bw.dkn, blockGrad(gb, func(b *Block[T]) []T { return b.KNorm }))
+			dq, dk = bw.dqn, bw.dkn
+		}
 		// The first block's input gradient feeds only the embedding: skip it
 		// when the base is frozen.
 		var dxn []T
 		if li > 0 || nt.gm != nil {
 			dxn = bw.dxn
 		}
-		nt.lin(li, kindQ).backward(nt.p, n, bw.dq, la.xn1, la.lu[kindQ], dxn, 0, &bw.tmp)
-		nt.lin(li, kindK).backward(nt.p, n, bw.dk, la.xn1, la.lu[kindK], dxn, 1, &bw.tmp)
+		nt.lin(li, kindQ).backward(nt.p, n, dq, la.xn1, la.lu[kindQ], dxn, 0, &bw.tmp)
+		nt.lin(li, kindK).backward(nt.p, n, dk, la.xn1, la.lu[kindK], dxn, 1, &bw.tmp)
 		nt.lin(li, kindV).backward(nt.p, n, bw.dv, la.xn1, la.lu[kindV], dxn, 1, &bw.tmp)
 		if dxn != nil {
 			rmsnormBack(n, d, dxn, la.xin, b.AttnNorm, la.rs1, bw.dx, blockGrad(gb, func(b *Block[T]) []T { return b.AttnNorm }))

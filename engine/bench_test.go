@@ -140,6 +140,7 @@ func BenchmarkSample(b *testing.B) {
 			prompt = append([]int{BOS}, prompt...)
 			p := SamplingParams{MaxTokens: 10, Temperature: 1, Seed: 1}
 			n := 0
+			cpu0 := processCPU()
 			for b.Loop() {
 				seqs, _, err := s.Sample(context.Background(), prompt, 8, p)
 				if err != nil {
@@ -151,6 +152,53 @@ func BenchmarkSample(b *testing.B) {
 				p.Seed++
 			}
 			b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "tokens/s")
+			if cpu := processCPU() - cpu0; cpu > 0 {
+				b.ReportMetric(float64(n)/cpu.Seconds(), "tokens/cpu-s")
+			}
+		})
+	}
+}
+
+// BenchmarkSampleAdapter is BenchmarkSample serving a random adapter on
+// every projection and the unembedding, applied unmerged.
+func BenchmarkSampleAdapter(b *testing.B) {
+	for _, threads := range []int{1, 2} {
+		b.Run(fmt.Sprintf("threads=%d", threads), func(b *testing.B) {
+			base, err := NewModel[float32](DefaultConfig(), 1)
+			if err != nil {
+				b.Fatal(err)
+			}
+			s, err := NewSampler(base, SamplerOptions{Threads: threads})
+			if err != nil {
+				b.Fatal(err)
+			}
+			ad, err := NewAdapter[float32](DefaultConfig(), DefaultLoraConfig())
+			if err != nil {
+				b.Fatal(err)
+			}
+			randomizeAdapter(ad, 3, 0.05)
+			if err := s.SetAdapter(ad); err != nil {
+				b.Fatal(err)
+			}
+			prompt, _ := Tokenizer{}.Encode("What is 12 + 35?")
+			prompt = append([]int{BOS}, prompt...)
+			p := SamplingParams{MaxTokens: 10, Temperature: 1, Seed: 1}
+			n := 0
+			cpu0 := processCPU()
+			for b.Loop() {
+				seqs, _, err := s.Sample(context.Background(), prompt, 8, p)
+				if err != nil {
+					b.Fatal(err)
+				}
+				for _, sq := range seqs {
+					n += len(sq.Tokens)
+				}
+				p.Seed++
+			}
+			b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "tokens/s")
+			if cpu := processCPU() - cpu0; cpu > 0 {
+				b.ReportMetric(float64(n)/cpu.Seconds(), "tokens/cpu-s")
+			}
 		})
 	}
 }

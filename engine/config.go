@@ -13,7 +13,7 @@ type Config struct {
 	Vocab   int `json:"vocab"`   // number of token ids
 	Dim     int `json:"dim"`     // width of the residual stream
 	Layers  int `json:"layers"`  // number of transformer blocks
-	Heads   int `json:"heads"`   // attention heads; Dim/Heads must be even (RoPE)
+	Heads   int `json:"heads"`   // query heads; the head width (HeadDim, or Dim/Heads) must be even (RoPE)
 	Hidden  int `json:"hidden"`  // width of the SwiGLU MLP
 	Context int `json:"context"` // longest sequence the model accepts
 
@@ -232,4 +232,18 @@ func (l LoraConfig) Validate() error {
 		return fmt.Errorf("%w: lora trains nothing; set at least one of train_attn, train_mlp, train_unembed", ErrConfig)
 	}
 	return nil
+}
+
+// equal reports whether c and o describe the same model (Rope compared by
+// value).
+func (c Config) equal(o Config) bool {
+	cr, or := c.Rope, o.Rope
+	c.Rope, o.Rope = nil, nil
+	if c != o {
+		return false
+	}
+	if cr == nil || or == nil {
+		return cr == or
+	}
+	return *cr == *or
 }

@@ -5,17 +5,24 @@
 //
 // # Model
 //
-// Token embedding → Layers × pre-norm blocks → final RMSNorm → unembedding.
-// A block is
+// Token embedding → Layers × pre-norm blocks → final RMSNorm → unembedding,
+// the Hugging Face Llama 3 / Qwen2 / Qwen3 architecture. A block is
 //
-//	h = x + O·Attn(RoPE(Q·n1(x)), RoPE(K·n1(x)), V·n1(x))
+//	h = x + O·Attn(RoPE(nq(Q·n1(x) + bq)), RoPE(nk(K·n1(x) + bk)), V·n1(x) + bv) + bo
 //	y = h + Down·(SiLU(Gate·n2(h)) ⊙ Up·n2(h))
 //
-// with RMSNorm n1, n2, causal multi-head attention and rotary positions in
-// the "rotate half" layout of Llama. The unembedding is untied from the
-// embedding (a separate Vocab×Dim matrix), so a LoRA adapter on it changes
-// only the output layer. Weights are stored as [out, in] (the Hugging Face
-// layout), a linear layer computes y = x·Wᵀ.
+// with RMSNorm n1, n2, causal grouped-query attention (Heads query heads of
+// width HeadDim; query head h reads KV head h/(Heads/KVHeads)) and rotary
+// positions in the "rotate half" layout of Llama. The optional parts are
+// chosen by [Config]: the biases bq, bk, bv (QKVBias) and bo (OBias), the
+// per-head q/k RMSNorms nq, nk applied before RoPE (QKNorm), a tied
+// unembedding (TiedEmbed: logits = n(h)·Embedᵀ) and rope scaling (linear,
+// llama3, yarn). Rotary tables are computed in float32 exactly as Hugging
+// Face computes them, for every model and element type (rope.go). tandem's
+// own character model is this architecture with every option off: one
+// query per KV head, HeadDim = Dim/Heads, an untied unembedding (so a LoRA
+// adapter on it changes only the output layer). Weights are stored as
+// [out, in] (the Hugging Face layout), a linear layer computes y = x·Wᵀ.
 //
 // # Numbers
 //
@@ -41,7 +48,19 @@
 //     [LoadAdapter].
 //   - [Trainer]: forward/backward with the Tinker losses ([LossSpec]),
 //     AdamW ([AdamParams]), state save/load.
-//   - [Sampler]: KV-cached batched sampling from its own copy of the weights.
+//   - [Sampler]: KV-cached batched sampling with the adapter applied
+//     unmerged.
+//
+// # Memory: one base per process
+//
+// A LoRA [Trainer] and any number of [Sampler]s share the caller's base
+// [Model] read-only: no copy of the frozen weights is made (a full-parameter
+// trainer trains a private copy). The caller must not modify the base while
+// they use it. Samplers keep a private copy of the served adapter and apply
+// it unmerged, y = x·Wᵀ + s·(x·Aᵀ)·Bᵀ, as the trainer does, so serving a new
+// adapter version costs a copy of the adapter, not of the base. Base weights
+// reach the kernels through one small interface (frozen, weights.go), the
+// seam for other storage types such as bfloat16.
 //
 // # API at a glance
 //
@@ -83,8 +102,11 @@
 // A training call caches activations: about 50 KiB per packed row for the
 // default config in float32 (≈150 MiB for 3,000 rows; calls are split into
 // micro-batches of TrainerOptions.MaxBatchTokens rows). Compute and memory
-// scale with packed rows, not input tokens. A Sample call
-// keeps 2·Layers·Dim values per cached position per sample.
+// scale with packed rows, not input tokens. Logits are computed for a chunk
+// of rows at a time and never held for a whole batch (a 151,936-token
+// vocabulary would need 608 KB per row); the backward pass recomputes each
+// chunk's logits. A Sample call keeps 2·Layers·KVDim values per cached
+// position per sample (the prompt's once).
 //
 // The package does not import tandem's rl package; backend/local adapts it
 // to the rl contracts. Subpackages: safetensors (the file format) and

@@ -1,7 +1,5 @@
 package engine
 
-import "math"
-
 // net is one pass's view of the weights: the base model, an optional adapter
 // and optional gradient accumulators (gm for full-parameter training, gad for
 // the adapter). It holds no state between passes.
@@ -18,43 +16,59 @@ type net[T Float] struct {
 const numKinds = int(kindUnembed) + 1
 
 // layerActs caches one block's activations for the backward pass, each
-// n×width row-major: per token 8·Dim + 4·Hidden values, plus 2 norms, plus
-// Heads·(keys it attends to) attention probabilities, plus Rank per adapted
-// projection.
+// n×width row-major: per token 4·Dim + 2·QDim + 2·KVDim + 4·Hidden values
+// (plus QDim + KVDim pre-norm q, k with Config.QKNorm), 2 norms (plus
+// Heads + KVHeads with QKNorm), Heads·(keys it attends to) attention
+// probabilities, and Rank per adapted projection.
 type layerActs[T Float] struct {
-	xin, xn1, q, k, v, ao, xmid, xn2 []T // n×Dim
-	g, u, h, sg                      []T // n×Hidden (sg = σ(g))
-	rs1, rs2                         []T // n
-	probs                            []T // Σ over spans of Heads·span.size
-	lu                               [numKinds][]T
+	xin, xn1, xmid, xn2 []T // n×Dim
+	q, ao               []T // n×QDim (q rotated)
+	k, v                []T // n×KVDim (k rotated)
+	qpre, kpre          []T // n×QDim, n×KVDim: q, k before their norm (QKNorm only)
+	rsq, rsk            []T // n·Heads, n·KVHeads: their inverse RMS (QKNorm only)
+	g, u, h, sg         []T // n×Hidden (sg = σ(g))
+	rs1, rs2            []T // n
+	probs               []T // Σ over spans of Heads·span.size
+	lu                  [numKinds][]T
 }
+
+// pick asks a forward pass for the log-probability of token target at
+// packed row row.
+type pick struct{ row, target int }
 
 // acts is the workspace of one pass: the packed batch and every cached
 // activation. Buffers are reused from pass to pass. Memory for a batch of N
-// packed rows (a shared prefix counts once) in sequences of length L: about Layers·N·(8·Dim + 4·Hidden +
-// Heads·L) + N·(Vocab + 2·Dim) elements; for the default config that is about
-// 50 KiB per token in float32 (≈ 150 MiB for 3,000 tokens).
+// packed rows (a shared prefix counts once) in sequences of length L: about
+// Layers·N·(4·Dim + 2·QDim + 2·KVDim + 4·Hidden + Heads·L) + 2·N·Dim
+// elements, plus one chunk of logits (see [logitRows]), never N×Vocab; for
+// the default config that is about 50 KiB per token in float32 (≈ 150 MiB
+// for 3,000 tokens).
 type acts[T Float] struct {
-	n       int
-	tokens  []int
-	pos     []int
-	spans   []span
-	rows    []exRow // per example of the micro-batch (trainer only)
-	nprobs  int     // len(probs) of every layer, all heads
-	layers  []layerActs[T]
-	xfin    []T
-	xnf     []T
-	rsf     []T
-	logits  []T // n×Vocab; after backward starts, the logit gradients
-	luU     []T
-	lse     []float64
-	scratch struct{ a, b []T }
-	bw      backScratch[T]
+	n         int
+	tokens    []int
+	pos       []int
+	spans     []span
+	rows      []exRow // per example of the micro-batch (trainer only)
+	nprobs    int     // len(probs) of every layer, all heads
+	layers    []layerActs[T]
+	xfin      []T
+	xnf       []T
+	rsf       []T
+	logits    []T // one chunk of rows×Vocab logits (or their gradient), reused
+	luU       []T // n×Rank: the unembedding adapter's x·Aᵀ
+	lse       []float64
+	picks     []pick    // set by the caller before the forward
+	pickLP    []float64 // per pick: its log-probability
+	last      []T       // with keepLast: the last row's logits (Vocab)
+	keepLast  bool
+	chunkRows int // rows per chunk of logits; 0 means logitRows(Vocab)
+	scratch   struct{ a, b []T }
+	bw        backScratch[T]
 }
 
 func (nt *net[T]) lin(i int, k kind) linear[T] {
 	c := nt.m.Config
-	d, h := c.Dim, c.Hidden
+	d, h, q, kv := c.Dim, c.Hidden, c.QDim(), c.KVDim()
 	l := linear[T]{}
 	var b *Block[T]
 	var gb *Block[T]
@@ -71,10 +85,16 @@ func (nt *net[T]) lin(i int, k kind) linear[T] {
 			gab = &nt.gad.Blocks[i]
 		}
 	}
-	pick := func(w []T, out, in int, g func(*Block[T]) []T, ap func(*BlockAdapter[T]) *LoraPair[T]) {
-		l.w, l.out, l.in = w, out, in
+	pick := func(out, in int, wf func(*Block[T]) []T, bf func(*Block[T]) []T, ap func(*BlockAdapter[T]) *LoraPair[T]) {
+		l.w, l.out, l.in = dense[T]{w: wf(b), out: out, in: in}, out, in
+		if bf != nil {
+			l.bias = bf(b)
+		}
 		if gb != nil {
-			l.gw = g(gb)
+			l.gw = wf(gb)
+			if bf != nil {
+				l.gb = bf(gb)
+			}
 		}
 		if ab != nil {
 			l.lp = ap(ab)
@@ -83,25 +103,35 @@ func (nt *net[T]) lin(i int, k kind) linear[T] {
 			l.glp = ap(gab)
 		}
 	}
+	var qb, kb, vb, ob func(*Block[T]) []T
+	if c.QKVBias {
+		qb = func(b *Block[T]) []T { return b.QBias }
+		kb = func(b *Block[T]) []T { return b.KBias }
+		vb = func(b *Block[T]) []T { return b.VBias }
+	}
+	if c.OBias {
+		ob = func(b *Block[T]) []T { return b.OBias }
+	}
 	switch k {
 	case kindQ:
-		pick(b.Q, d, d, func(b *Block[T]) []T { return b.Q }, func(a *BlockAdapter[T]) *LoraPair[T] { return a.Q })
+		pick(q, d, func(b *Block[T]) []T { return b.Q }, qb, func(a *BlockAdapter[T]) *LoraPair[T] { return a.Q })
 	case kindK:
-		pick(b.K, d, d, func(b *Block[T]) []T { return b.K }, func(a *BlockAdapter[T]) *LoraPair[T] { return a.K })
+		pick(kv, d, func(b *Block[T]) []T { return b.K }, kb, func(a *BlockAdapter[T]) *LoraPair[T] { return a.K })
 	case kindV:
-		pick(b.V, d, d, func(b *Block[T]) []T { return b.V }, func(a *BlockAdapter[T]) *LoraPair[T] { return a.V })
+		pick(kv, d, func(b *Block[T]) []T { return b.V }, vb, func(a *BlockAdapter[T]) *LoraPair[T] { return a.V })
 	case kindO:
-		pick(b.O, d, d, func(b *Block[T]) []T { return b.O }, func(a *BlockAdapter[T]) *LoraPair[T] { return a.O })
+		pick(d, q, func(b *Block[T]) []T { return b.O }, ob, func(a *BlockAdapter[T]) *LoraPair[T] { return a.O })
 	case kindGate:
-		pick(b.Gate, h, d, func(b *Block[T]) []T { return b.Gate }, func(a *BlockAdapter[T]) *LoraPair[T] { return a.Gate })
+		pick(h, d, func(b *Block[T]) []T { return b.Gate }, nil, func(a *BlockAdapter[T]) *LoraPair[T] { return a.Gate })
 	case kindUp:
-		pick(b.Up, h, d, func(b *Block[T]) []T { return b.Up }, func(a *BlockAdapter[T]) *LoraPair[T] { return a.Up })
+		pick(h, d, func(b *Block[T]) []T { return b.Up }, nil, func(a *BlockAdapter[T]) *LoraPair[T] { return a.Up })
 	case kindDown:
-		pick(b.Down, d, h, func(b *Block[T]) []T { return b.Down }, func(a *BlockAdapter[T]) *LoraPair[T] { return a.Down })
+		pick(d, h, func(b *Block[T]) []T { return b.Down }, nil, func(a *BlockAdapter[T]) *LoraPair[T] { return a.Down })
 	case kindUnembed:
-		l.w, l.out, l.in = nt.m.Unembed, c.Vocab, d
+		w := nt.m.unembed()
+		l.w, l.out, l.in = dense[T]{w: w, out: c.Vocab, in: d}, c.Vocab, d
 		if nt.gm != nil {
-			l.gw = nt.gm.Unembed
+			l.gw = nt.gm.unembed() // tied: the embedding's gradient
 		}
 		if nt.ad != nil {
 			l.lp = nt.ad.Unembed
@@ -126,17 +156,21 @@ func (nt *net[T]) forward(a *acts[T], seqs [][]int) {
 }
 
 // forwardPacked runs the model over the batch packed in a and leaves every
-// activation, the logits and their log-sum-exp in a.
+// activation, the log-sum-exp of every row's logits and the log-probability
+// of each of a.picks in a.pickLP (and, with a.keepLast, the last row's
+// logits in a.last). The logits are computed in chunks of rows and not kept.
 func (nt *net[T]) forwardPacked(a *acts[T]) {
 	c := nt.m.Config
 	d, hid, n, eps := c.Dim, c.Hidden, a.n, c.normEps()
+	qd, kvd, hd := c.QDim(), c.KVDim(), c.headDim()
 	if len(a.layers) != c.Layers {
 		a.layers = make([]layerActs[T], c.Layers)
 	}
 	x := grow(a.scratch.a, n*d, false)
 	a.scratch.a = x
+	emb := dense[T]{w: nt.m.Embed, out: c.Vocab, in: d}
 	for i, t := range a.tokens {
-		copy(x[i*d:(i+1)*d], nt.m.Embed[t*d:(t+1)*d])
+		emb.row(t, x[i*d:(i+1)*d])
 	}
 	pos := func(i int) int { return a.pos[i] }
 	for li := range nt.m.Blocks {
@@ -145,13 +179,22 @@ func (nt *net[T]) forwardPacked(a *acts[T]) {
 		la.xn1 = grow(la.xn1, n*d, false)
 		la.rs1 = grow(la.rs1, n, false)
 		rmsnorm(n, d, x, b.AttnNorm, la.xn1, la.rs1, eps)
-		la.q, la.k, la.v = grow(la.q, n*d, false), grow(la.k, n*d, false), grow(la.v, n*d, false)
-		nt.lin(li, kindQ).apply(nt.p, n, la.xn1, la.q, &la.lu[kindQ])
-		nt.lin(li, kindK).apply(nt.p, n, la.xn1, la.k, &la.lu[kindK])
+		la.q, la.k, la.v = grow(la.q, n*qd, false), grow(la.k, n*kvd, false), grow(la.v, n*kvd, false)
+		if c.QKNorm {
+			la.qpre, la.kpre = grow(la.qpre, n*qd, false), grow(la.kpre, n*kvd, false)
+			la.rsq, la.rsk = grow(la.rsq, n*c.Heads, false), grow(la.rsk, n*c.kvHeads(), false)
+			nt.lin(li, kindQ).apply(nt.p, n, la.xn1, la.qpre, &la.lu[kindQ])
+			nt.lin(li, kindK).apply(nt.p, n, la.xn1, la.kpre, &la.lu[kindK])
+			rmsnorm(n*c.Heads, hd, la.qpre, b.QNorm, la.q, la.rsq, eps)
+			rmsnorm(n*c.kvHeads(), hd, la.kpre, b.KNorm, la.k, la.rsk, eps)
+		} else {
+			nt.lin(li, kindQ).apply(nt.p, n, la.xn1, la.q, &la.lu[kindQ])
+			nt.lin(li, kindK).apply(nt.p, n, la.xn1, la.k, &la.lu[kindK])
+		}
 		nt.lin(li, kindV).apply(nt.p, n, la.xn1, la.v, &la.lu[kindV])
-		ropeRows(nt.rope, c, n, la.q, pos, false)
-		ropeRows(nt.rope, c, n, la.k, pos, false)
-		la.ao = grow(la.ao, n*d, false)
+		ropeRows(nt.rope, c.Heads, hd, n, la.q, pos, false)
+		ropeRows(nt.rope, c.kvHeads(), hd, n, la.k, pos, false)
+		la.ao = grow(la.ao, n*qd, false)
 		la.probs = grow(la.probs, a.nprobs, false)
 		attnForward(nt.p, c, a.spans, la.q, la.k, la.v, la.ao, la.probs)
 		y := grow(a.scratch.b, n*d, false)
@@ -177,27 +220,5 @@ func (nt *net[T]) forwardPacked(a *acts[T]) {
 	a.xfin = append(a.xfin[:0], x...)
 	a.xnf, a.rsf = grow(a.xnf, n*d, false), grow(a.rsf, n, false)
 	rmsnorm(n, d, x, nt.m.FinalNorm, a.xnf, a.rsf, eps)
-	a.logits = grow(a.logits, n*c.Vocab, false)
-	nt.lin(-1, kindUnembed).apply(nt.p, n, a.xnf, a.logits, &a.luU)
-	a.lse = a.lse[:0]
-	for i := 0; i < n; i++ {
-		a.lse = append(a.lse, logSumExp(a.logits[i*c.Vocab:(i+1)*c.Vocab]))
-	}
-}
-
-// logprob returns the log-probability of token t at row i.
-func (a *acts[T]) logprob(vocab, i, t int) float64 {
-	return float64(a.logits[i*vocab+t]) - a.lse[i]
-}
-
-func logSumExp[T Float](x []T) float64 {
-	mx := math.Inf(-1)
-	for _, v := range x {
-		mx = math.Max(mx, float64(v))
-	}
-	var s float64
-	for _, v := range x {
-		s += math.Exp(float64(v) - mx)
-	}
-	return mx + math.Log(s)
+	nt.headForward(a)
 }

@@ -38,12 +38,22 @@ func rlExamples(t *testing.T, tr *Trainer[float64], data []Example, ratios []flo
 
 func newTestTrainer(t *testing.T, lora LoraConfig, full bool) *Trainer[float64] {
 	t.Helper()
-	base, err := NewModel[float64](tinyConfig(), 3)
+	return newTestTrainerFor(t, tinyConfig(), lora, full)
+}
+
+func newTestTrainerFor(t *testing.T, cfg Config, lora LoraConfig, full bool) *Trainer[float64] {
+	t.Helper()
+	base, err := NewModel[float64](cfg, 3)
 	require.NoError(t, err)
-	// Non-trivial norms so their gradients are tested away from 1.
+	// Non-trivial norms so their gradients are tested away from 1; biases
+	// of both signs.
 	rng := rand.New(rand.NewPCG(5, 5))
 	for _, nt := range base.tensors() {
-		if len(nt.Shape) == 1 {
+		if strings.HasSuffix(nt.Name, ".bias") {
+			for i := range nt.Data {
+				nt.Data[i] = 2*rng.Float64() - 1
+			}
+		} else if len(nt.Shape) == 1 {
 			for i := range nt.Data {
 				nt.Data[i] = 0.5 + rng.Float64()
 			}
@@ -165,4 +175,67 @@ func maxOf(m map[string]float64) float64 {
 		x = math.Max(x, v)
 	}
 	return x
+}
+
+// tinyHFConfigs are tinyConfig's size with every Hugging Face option: 2
+// query heads per KV head, a head width (4) that is not Dim/Heads (2), q/k
+// norms, q/k/v and o biases, a tied or untied head, llama3 or yarn rope
+// scaling active at every position.
+func tinyHFConfigs() map[string]Config {
+	c := Config{Vocab: 13, Dim: 8, Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 4, Hidden: 12, Context: 10,
+		QKNorm: true, QKVBias: true, OBias: true, RopeTheta: 100, NormEps: 1e-6}
+	tied, untied := c, c
+	tied.TiedEmbed = true
+	tied.Rope = &RopeScaling{Type: "llama3", Factor: 4, LowFreqFactor: 0.5, HighFreqFactor: 2, OriginalContext: 4}
+	untied.Rope = &RopeScaling{Type: "yarn", Factor: 3, OriginalContext: 4}
+	return map[string]Config{"tied_llama3": tied, "untied_yarn": untied}
+}
+
+func TestGradientsHFOptionsLora(t *testing.T) {
+	t.Parallel()
+	for name, cfg := range tinyHFConfigs() {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			require.NoError(t, cfg.Validate())
+			tr := newTestTrainerFor(t, cfg, DefaultLoraConfig(), false)
+			data := randomExamples(rand.New(rand.NewPCG(3, 4)), 3, 8, cfg.Vocab)
+			worst := gradCheck(t, tr, data, LossSpec{Name: CrossEntropy}, 12)
+			kinds := map[string]bool{}
+			for n, e := range worst {
+				assert.Less(t, e, gradTol, n)
+				for _, k := range []string{"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj", "lm_head"} {
+					if strings.Contains(n, k+".lora_A") || strings.Contains(n, k+".lora_B") {
+						kinds[k+strings.Split(n, k)[1][:7]] = true
+					}
+				}
+			}
+			assert.Len(t, kinds, 16, "every module's lora_A and lora_B checked: %v", kinds)
+			t.Logf("%s lora: max relative error %.2e over %d tensors", name, maxOf(worst), len(worst))
+		})
+	}
+}
+
+func TestGradientsHFOptionsFull(t *testing.T) {
+	t.Parallel()
+	for name, cfg := range tinyHFConfigs() {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			tr := newTestTrainerFor(t, cfg, LoraConfig{}, true)
+			data := randomExamples(rand.New(rand.NewPCG(8, 9)), 3, 8, cfg.Vocab)
+			loss := LossSpec{Name: CrossEntropy}
+			worst := gradCheckStep(t, tr, data, loss, data, loss, 8, 1e-5)
+			assert.Len(t, worst, len(tr.base.tensors()))
+			for _, want := range []string{"q_proj.bias", "k_proj.bias", "v_proj.bias", "o_proj.bias", "q_norm.weight", "k_norm.weight", "embed_tokens"} {
+				found := false
+				for n := range worst {
+					found = found || strings.Contains(n, want)
+				}
+				assert.True(t, found, "%s checked", want)
+			}
+			for n, e := range worst {
+				assert.Less(t, e, gradTol, n)
+			}
+			t.Logf("%s full: max relative error %.2e over %d tensors", name, maxOf(worst), len(worst))
+		})
+	}
 }

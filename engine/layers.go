@@ -2,22 +2,34 @@ package engine
 
 import "math"
 
-// linear is a view of one linear layer: its base weight (out×in), an optional
-// LoRA pair with its scale, and optional gradient buffers. A nil gw means the
-// base weight is frozen; a nil glp means the adapter gets no gradient.
+// linear is a view of one linear layer: its frozen base weight (out×in),
+// an optional bias, an optional LoRA pair with its scale, and optional
+// gradient buffers. A nil gw means the base weight is frozen (gw, like gb,
+// is set only in full-parameter training); a nil glp means the adapter gets
+// no gradient.
 type linear[T Float] struct {
-	w       []T
+	w       frozen[T]
+	bias    []T // out, or nil
 	out, in int
 	lp      *LoraPair[T]
 	scale   T
-	gw      []T
+	gw, gb  []T
 	glp     *LoraPair[T]
 }
 
-// apply computes y = x·Wᵀ + scale·(x·Aᵀ)·Bᵀ for n rows of x (n×in) into y
-// (n×out). With an adapter, *u receives x·Aᵀ (n×rank) for the backward pass.
+// apply computes y = x·Wᵀ + bias + scale·(x·Aᵀ)·Bᵀ for n rows of x (n×in)
+// into y (n×out). With an adapter, *u receives x·Aᵀ (n×rank) for the
+// backward pass.
 func (l linear[T]) apply(p par, n int, x, y []T, u *[]T) {
-	gemm(p, false, true, n, l.out, l.in, 1, x, l.in, l.w, l.in, 0, y, l.out)
+	l.w.mulT(p, n, x, 0, y)
+	if l.bias != nil {
+		for i := 0; i < n; i++ {
+			yi := y[i*l.out : (i+1)*l.out]
+			for j, b := range l.bias {
+				yi[j] += b
+			}
+		}
+	}
 	if l.lp == nil {
 		return
 	}
@@ -28,15 +40,20 @@ func (l linear[T]) apply(p par, n int, x, y []T, u *[]T) {
 }
 
 // backward takes dy (n×out) and the forward input x (n×in) and adapter
-// intermediate u; it accumulates weight gradients and, when dx is not nil,
-// writes (beta 0) or adds (beta 1) the input gradient dx (n×in). tmp is
-// scratch for dy·B.
+// intermediate u; it accumulates weight (and bias) gradients and, when dx
+// is not nil, writes (beta 0) or adds (beta 1) the input gradient dx
+// (n×in). tmp is scratch for dy·B.
 func (l linear[T]) backward(p par, n int, dy, x, u, dx []T, beta T, tmp *[]T) {
 	if dx != nil {
-		gemm(p, false, false, n, l.in, l.out, 1, dy, l.out, l.w, l.in, beta, dx, l.in)
+		l.w.mul(p, n, dy, beta, dx)
 	}
 	if l.gw != nil {
 		gemm(p, true, false, l.out, l.in, n, 1, dy, l.out, x, l.in, 1, l.gw, l.in)
+	}
+	if l.gb != nil {
+		for i := 0; i < n; i++ {
+			axpy(1, dy[i*l.out:(i+1)*l.out], l.gb)
+		}
 	}
 	if l.lp == nil {
 		return

@@ -208,43 +208,6 @@ func (m *Model[T]) tensors() []namedTensor[T] {
 	return out
 }
 
-// rope holds the rotary tables: cos and sin of position·θ_i for every
-// position < Context and i < headDim/2.
-type rope[T Float] struct {
-	half     int
-	cos, sin []T // Context×half
-}
-
-func newRope[T Float](cfg Config) rope[T] {
-	half := cfg.headDim() / 2
-	r := rope[T]{half: half, cos: make([]T, cfg.Context*half), sin: make([]T, cfg.Context*half)}
-	for pos := 0; pos < cfg.Context; pos++ {
-		for i := 0; i < half; i++ {
-			theta := float64(pos) * math.Pow(cfg.ropeTheta(), -2*float64(i)/float64(2*half))
-			r.cos[pos*half+i] = T(math.Cos(theta))
-			r.sin[pos*half+i] = T(math.Sin(theta))
-		}
-	}
-	return r
-}
-
-// apply rotates one head vector x (length 2·half) at position pos; with
-// inverse it applies the transpose rotation (the backward pass).
-func (r rope[T]) apply(x []T, pos int, inverse bool) {
-	h := r.half
-	cs, sn := r.cos[pos*h:pos*h+h], r.sin[pos*h:pos*h+h]
-	x1, x2 := x[:h], x[h:2*h]
-	for i := 0; i < h; i++ {
-		c, s := cs[i], sn[i]
-		if inverse {
-			s = -s
-		}
-		a, b := x1[i], x2[i]
-		x1[i] = a*c - b*s
-		x2[i] = b*c + a*s
-	}
-}
-
 // Tensor is one weight of a Model under its Hugging Face name, with its
 // shape; Data aliases the model's slice.
 type Tensor[T Float] struct {
@@ -272,4 +235,13 @@ func NewZeroModel[T Float](cfg Config) (*Model[T], error) {
 		return nil, err
 	}
 	return newZeroModel[T](cfg), nil
+}
+
+// unembed returns the Vocab×Dim unembedding: Unembed, or Embed when the
+// config ties them.
+func (m *Model[T]) unembed() []T {
+	if m.Config.TiedEmbed {
+		return m.Embed
+	}
+	return m.Unembed
 }

@@ -31,17 +31,35 @@ type peftConfig struct {
 	Bias          string   `json:"bias"`
 	FanInFanOut   bool     `json:"fan_in_fan_out"`
 	UseRSLora     bool     `json:"use_rslora"`
+	UseDora       bool     `json:"use_dora"`
+	ModulesToSave []string `json:"modules_to_save"` // always written as null (vLLM requires it)
 	InferenceMode bool     `json:"inference_mode"`
 }
 
 // SaveAdapter writes a as a PEFT adapter folder: adapter_config.json and
 // adapter_model.safetensors (float32, names such as
-// base_model.model.model.layers.0.self_attn.q_proj.lora_A.weight). baseModel
-// names the base in the config (may be empty). Each file is written
-// atomically; the folder is created if needed. Inference servers differ in
-// what they accept: vLLM, for one, loads attention and MLP adapters but not
-// an lm_head adapter, so train with TrainUnembed off for such exports.
+// base_model.model.model.layers.0.self_attn.q_proj.lora_A.weight, A
+// [r, in] and B [out, r] in the model's grouped-query shapes: k and v have
+// out = KVDim, o has in = QDim). baseModel is written as
+// base_model_name_or_path (a Hub id such as "Qwen/Qwen3-0.6B"; may be
+// empty); the config says "modules_to_save": null and "use_dora": false, as
+// vLLM requires. Each file is written atomically; the folder is created if
+// needed.
+//
+// Inference servers differ in what they accept: vLLM loads attention and
+// MLP adapters but rejects any lm_head adapter, so train with TrainUnembed
+// off for such exports. On a model with tied embeddings (Config.TiedEmbed)
+// an lm_head adapter is written like any other: as in PEFT, it adapts the
+// output head only, unmerged, and the input embedding stays as it is (the
+// SDK's create_lora_training_client trains it by default, so tandem's own
+// sampler checkpoints carry it). [Merge] refuses it, since folding it into
+// the shared weight would change the embedding too.
 func SaveAdapter[T Float](dir string, a *Adapter[T], baseModel string) error {
+	return saveAdapter(dir, a, baseModel)
+}
+
+// saveAdapter is SaveAdapter without the export checks (SaveState's form).
+func saveAdapter[T Float](dir string, a *Adapter[T], baseModel string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
@@ -134,6 +152,10 @@ func (pc peftConfig) lora() (LoraConfig, error) {
 		return bad("fan_in_fan_out is not supported")
 	case pc.Bias != "" && pc.Bias != "none":
 		return bad("bias %q is not supported; want \"none\"", pc.Bias)
+	case pc.UseDora:
+		return bad("use_dora is not supported (DoRA rescales the adapted weight)")
+	case len(pc.ModulesToSave) > 0:
+		return bad("modules_to_save %v is not supported; the engine loads LoRA pairs only", pc.ModulesToSave)
 	}
 	l := LoraConfig{Rank: pc.R, Alpha: pc.LoraAlpha}
 	has := func(m string) bool { return slices.Contains(pc.TargetModules, m) }
@@ -197,7 +219,7 @@ func (t *Trainer[T]) SaveState(dir string) error {
 		if err := SaveBase(filepath.Join(dir, modelFile), t.base, dtypeOf[T]()); err != nil {
 			return err
 		}
-	} else if err := SaveAdapter(dir, t.ad, t.opts.BaseName); err != nil {
+	} else if err := saveAdapter(dir, t.ad, t.opts.BaseName); err != nil {
 		return err
 	}
 	var ts []safetensors.Named
@@ -231,7 +253,7 @@ func (t *Trainer[T]) LoadState(dir string, withOptimizer bool) error {
 		if base, err = LoadBase[T](filepath.Join(dir, modelFile)); err != nil {
 			return err
 		}
-		if base.Config != t.cfg {
+		if !base.Config.equal(t.cfg) {
 			return fmt.Errorf("%w: state is for model %+v, trainer has %+v", ErrShape, base.Config, t.cfg)
 		}
 	} else if ad, err = LoadAdapter[T](dir, t.cfg); err != nil {

@@ -21,10 +21,13 @@ type SamplerOptions struct {
 	MaxConcurrent int
 }
 
-// Sampler generates completions with a KV cache from its own copy of the
-// weights: a private copy of the base with the served adapter merged in. It
-// never sees a trainer's live tensors; it serves what [Sampler.SetAdapter]
-// or [Sampler.LoadAdapter] gave it.
+// Sampler generates completions with a KV cache from a base model it
+// shares read-only with its caller (and with any trainer over the same
+// base: one copy of the frozen weights per process) and its own copy of the
+// served adapter, applied unmerged (y = x·Wᵀ + s·(x·Aᵀ)·Bᵀ, as the trainer
+// computes it). It never sees a trainer's live tensors; it serves what
+// [Sampler.SetAdapter] or [Sampler.LoadAdapter] gave it. The caller must
+// not modify the base while the sampler is in use.
 //
 // Sampler is safe for concurrent use. At most MaxConcurrent calls compute at
 // once (each using up to Threads goroutines), so a sampler behaves like a
@@ -40,11 +43,11 @@ type Sampler[T Float] struct {
 }
 
 type served[T Float] struct {
-	m  *Model[T]   // base with the adapter merged in
-	ad *Adapter[T] // the served adapter (nil: the base)
+	ad *Adapter[T] // the served adapter, a private copy (nil: the base)
 }
 
-// NewSampler returns a sampler serving a private copy of base with no adapter.
+// NewSampler returns a sampler serving base, shared read-only, with no
+// adapter. It copies no weights.
 func NewSampler[T Float](base *Model[T], opts SamplerOptions) (*Sampler[T], error) {
 	if err := base.Config.Validate(); err != nil {
 		return nil, err
@@ -52,25 +55,25 @@ func NewSampler[T Float](base *Model[T], opts SamplerOptions) (*Sampler[T], erro
 	if opts.MaxConcurrent < 0 || opts.Threads < 0 {
 		return nil, fmt.Errorf("%w: sampler threads %d and max concurrent %d must be non-negative", ErrConfig, opts.Threads, opts.MaxConcurrent)
 	}
-	s := &Sampler[T]{base: base.Clone(), sem: make(chan struct{}, max(1, opts.MaxConcurrent)), opts: opts, rope: newRope[T](base.Config)}
-	s.cur.Store(&served[T]{m: s.base.Clone()})
+	s := &Sampler[T]{base: base, sem: make(chan struct{}, max(1, opts.MaxConcurrent)), opts: opts, rope: newRope[T](base.Config)}
+	s.cur.Store(&served[T]{})
 	return s, nil
 }
 
 // Config returns the model's shape.
 func (s *Sampler[T]) Config() Config { return s.base.Config }
 
-// SetAdapter serves a copy of ad merged into the base (nil: the base alone).
-// It costs one pass over the adapted weights.
+// SetAdapter serves a copy of ad (nil: the base alone), applied unmerged;
+// ad must be an adapter for the sampler's model. It costs one copy of the
+// adapter.
 func (s *Sampler[T]) SetAdapter(ad *Adapter[T]) error {
 	if ad != nil {
+		if err := ad.checkFor(s.base.Config); err != nil {
+			return err
+		}
 		ad = ad.Clone()
 	}
-	m, err := Merge(s.base, ad)
-	if err != nil {
-		return err
-	}
-	s.cur.Store(&served[T]{m: m, ad: ad})
+	s.cur.Store(&served[T]{ad: ad})
 	return nil
 }
 
@@ -89,6 +92,11 @@ func (s *Sampler[T]) Adapter() *Adapter[T] {
 		return ad.Clone()
 	}
 	return nil
+}
+
+// net returns a forward-only view of the served weights.
+func (s *Sampler[T]) net() *net[T] {
+	return &net[T]{m: s.base, ad: s.cur.Load().ad, p: par{threads: s.opts.Threads}, rope: s.rope}
 }
 
 func (s *Sampler[T]) acquire(ctx context.Context) error {
@@ -130,12 +138,12 @@ func (s *Sampler[T]) ComputeLogprobs(ctx context.Context, seq []int) ([]float64,
 	}
 	defer s.release()
 	var a acts[T]
-	nt := &net[T]{m: s.cur.Load().m, p: par{threads: s.opts.Threads}, rope: s.rope}
-	nt.forward(&a, [][]int{seq})
-	out := make([]float64, len(seq))
 	for i := 1; i < len(seq); i++ {
-		out[i] = a.logprob(cfg.Vocab, i-1, seq[i])
+		a.picks = append(a.picks, pick{row: i - 1, target: seq[i]})
 	}
+	s.net().forward(&a, [][]int{seq})
+	out := make([]float64, len(seq))
+	copy(out[1:], a.pickLP)
 	return out, nil
 }
 
@@ -143,7 +151,9 @@ func (s *Sampler[T]) ComputeLogprobs(ctx context.Context, seq []int) ([]float64,
 // prefill and decode as one batch. It returns the sequences and, when
 // p.PromptLogprobs is set, the prompt's log-probs (the first holds 0).
 // Cost: one forward pass over the prompt, then one batched step per
-// generated position; memory: 2·Layers·Dim values per cached position.
+// generated position; memory: 2·Layers·KVDim values per cached position
+// (the prompt's once, shared by the n samples), and logits for at most
+// [logitRows] samples at a time.
 func (s *Sampler[T]) Sample(ctx context.Context, prompt []int, n int, p SamplingParams) ([]Sequence, []float64, error) {
 	cfg := s.base.Config
 	if err := ctx.Err(); err != nil {
@@ -162,23 +172,20 @@ func (s *Sampler[T]) Sample(ctx context.Context, prompt []int, n int, p Sampling
 		return nil, nil, err
 	}
 	defer s.release()
-	d := &decoder[T]{cfg: cfg, m: s.cur.Load().m, p: par{threads: s.opts.Threads}, rope: s.rope}
+	d := &decoder[T]{cfg: cfg, nt: s.net()}
 	return d.run(ctx, prompt, n, p)
 }
 
 // decoder is the state of one Sample call.
 type decoder[T Float] struct {
-	cfg  Config
-	m    *Model[T]
-	p    par
-	rope rope[T]
+	cfg Config
+	nt  *net[T] // the served weights, forward only
 
 	tp, maxNew int
-	pk, pv     [][]T // per layer: the prompt's keys and values, tp×Dim
-	gk, gv     [][]T // per layer: generated keys and values, n×maxNew×Dim
+	pk, pv     [][]T // per layer: the prompt's keys and values, tp×KVDim
+	gk, gv     [][]T // per layer: generated keys and values, n×maxNew×KVDim
 
-	x, xn, q, k, v, ao, y, g, u, h, logits []T
-	scores                                 []T
+	x, xn, q, k, v, qn, kn, ao, y, g, u, h, logits, lu []T
 }
 
 func (d *decoder[T]) run(ctx context.Context, prompt []int, n int, p SamplingParams) ([]Sequence, []float64, error) {
@@ -187,22 +194,27 @@ func (d *decoder[T]) run(ctx context.Context, prompt []int, n int, p SamplingPar
 	d.maxNew = min(p.MaxTokens, cfg.Context-d.tp)
 	// Prefill: one forward pass over the prompt; keep its keys and values.
 	var a acts[T]
-	nt := &net[T]{m: d.m, p: d.p, rope: d.rope}
-	nt.forward(&a, [][]int{prompt})
+	a.keepLast = true
+	if p.PromptLogprobs {
+		for i := 1; i < d.tp; i++ {
+			a.picks = append(a.picks, pick{row: i - 1, target: prompt[i]})
+		}
+	}
+	d.nt.forward(&a, [][]int{prompt})
+	kvd := cfg.KVDim()
 	d.pk, d.pv = make([][]T, cfg.Layers), make([][]T, cfg.Layers)
 	d.gk, d.gv = make([][]T, cfg.Layers), make([][]T, cfg.Layers)
 	for l := range cfg.Layers {
 		d.pk[l], d.pv[l] = clone(a.layers[l].k), clone(a.layers[l].v)
-		d.gk[l], d.gv[l] = zeros[T](n*d.maxNew*cfg.Dim), zeros[T](n*d.maxNew*cfg.Dim)
+		d.gk[l], d.gv[l] = zeros[T](n*d.maxNew*kvd), zeros[T](n*d.maxNew*kvd)
 	}
 	var promptLP []float64
 	if p.PromptLogprobs {
 		promptLP = make([]float64, d.tp)
-		for i := 1; i < d.tp; i++ {
-			promptLP[i] = a.logprob(cfg.Vocab, i-1, prompt[i])
-		}
+		copy(promptLP[1:], a.pickLP)
 	}
-	last := clone(a.logits[(d.tp-1)*cfg.Vocab : d.tp*cfg.Vocab])
+	last := a.last
+	a = acts[T]{} // the prefill's activations are not needed any more
 
 	seqs := make([]Sequence, n)
 	rngs := make([]*rand.Rand, n)
@@ -258,11 +270,11 @@ func (d *decoder[T]) run(ctx context.Context, prompt []int, n int, p SamplingPar
 		// slot t−1) and read the next token's logits.
 		d.decodeStep(active, lastTok, t-1)
 		next := active[:0]
-		for r, i := range active {
-			if step(i, d.logits[r*cfg.Vocab:(r+1)*cfg.Vocab]) {
+		d.head(len(active), func(r int, row []T) {
+			if i := active[r]; step(i, row) {
 				next = append(next, i)
 			}
-		}
+		})
 		active = next
 	}
 	return seqs, promptLP, nil

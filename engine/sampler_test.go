@@ -142,10 +142,10 @@ func TestSampleTruncatedLogprobs(t *testing.T) {
 func naiveTruncatedLogprob(t *testing.T, s *Sampler[float64], ctx []int, tok int, p SamplingParams) float64 {
 	t.Helper()
 	var a acts[float64]
-	nt := &net[float64]{m: s.cur.Load().m, rope: s.rope}
-	nt.forward(&a, [][]int{ctx})
+	a.keepLast = true
+	s.net().forward(&a, [][]int{ctx})
 	v := s.Config().Vocab
-	row := a.logits[(len(ctx)-1)*v : len(ctx)*v]
+	row := a.last
 	type pr struct {
 		id int
 		p  float64
@@ -236,7 +236,7 @@ func TestSampleGreedyAndStops(t *testing.T) {
 	assert.Equal(t, StopLength, ls[0].StopReason)
 }
 
-func TestSamplerServesACopy(t *testing.T) {
+func TestSamplerServesACopyOfTheAdapter(t *testing.T) {
 	t.Parallel()
 	base, ad := trainedAdapter[float32](t, smallConfig())
 	s, err := NewSampler(base, SamplerOptions{})
@@ -245,13 +245,38 @@ func TestSamplerServesACopy(t *testing.T) {
 	p := SamplingParams{MaxTokens: 6, Temperature: 1, Seed: 5}
 	before, _, err := s.Sample(context.Background(), []int{BOS}, 2, p)
 	require.NoError(t, err)
-	randomizeAdapter(ad, 99, 1) // the caller's adapter changes …
-	for i := range base.Embed {
-		base.Embed[i] = 0 // … and so does the caller's base
-	}
+	randomizeAdapter(ad, 99, 1) // the caller's adapter changes
 	after, _, err := s.Sample(context.Background(), []int{BOS}, 2, p)
 	require.NoError(t, err)
 	assert.Equal(t, before, after)
+}
+
+// TestOneSharedBase checks that a LoRA trainer and a sampler share the
+// caller's base (no copy) and never write to it.
+func TestOneSharedBase(t *testing.T) {
+	t.Parallel()
+	base, ad := trainedAdapter[float32](t, smallConfig())
+	snapshot := base.Clone()
+	s, err := NewSampler(base, SamplerOptions{Threads: 2})
+	require.NoError(t, err)
+	tr, err := NewTrainer(base, DefaultLoraConfig(), TrainerOptions{Threads: 2})
+	require.NoError(t, err)
+	assert.Same(t, base, s.base, "the sampler shares the base")
+	assert.Same(t, base, tr.base, "the LoRA trainer shares the base")
+	require.NoError(t, s.SetAdapter(ad))
+	_, _, err = s.Sample(context.Background(), []int{BOS, 5, 6}, 3, SamplingParams{MaxTokens: 8, Temperature: 1, Seed: 1})
+	require.NoError(t, err)
+	data := []Example{textExample(t, "What is 1 + 2? 3\n")}
+	for range 2 {
+		_, err = tr.ForwardBackward(context.Background(), data, LossSpec{Name: CrossEntropy})
+		require.NoError(t, err)
+		_, err = tr.OptimStep(AdamParams{LearningRate: 1e-2})
+		require.NoError(t, err)
+	}
+	assert.Equal(t, snapshot, base, "nobody wrote to the shared base")
+	full, err := NewTrainer(base, LoraConfig{}, TrainerOptions{Full: true})
+	require.NoError(t, err)
+	assert.NotSame(t, base, full.base, "full-parameter training trains a private copy")
 }
 
 func TestSampleRejects(t *testing.T) {

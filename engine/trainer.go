@@ -39,8 +39,9 @@ type Output struct {
 	Metrics  map[string]float64
 }
 
-// Trainer trains a LoRA adapter on a frozen copy of a base model, or (with
-// TrainerOptions.Full) the base model itself. Gradients accumulate over
+// Trainer trains a LoRA adapter on a frozen base model it shares read-only
+// with its caller, or (with TrainerOptions.Full) a private copy of the base
+// model itself. Gradients accumulate over
 // ForwardBackward calls until OptimStep applies and clears them.
 //
 // A Trainer is not safe for concurrent use; the caller serializes calls (the
@@ -59,8 +60,12 @@ type Trainer[T Float] struct {
 	dirty bool // gradients accumulated since the last step
 }
 
-// NewTrainer returns a trainer over a private copy of base (base itself is
-// never modified). In LoRA mode it creates a fresh adapter from lora.
+// NewTrainer returns a trainer over base. In LoRA mode the trainer shares
+// base read-only (one copy of the frozen weights per process, shared with
+// samplers): the caller must not modify base while the trainer is in use.
+// In full mode (TrainerOptions.Full) the trainer trains a private copy and
+// base is not used afterwards. In LoRA mode it creates a fresh adapter from
+// lora.
 func NewTrainer[T Float](base *Model[T], lora LoraConfig, opts TrainerOptions) (*Trainer[T], error) {
 	if err := base.Config.Validate(); err != nil {
 		return nil, err
@@ -68,8 +73,9 @@ func NewTrainer[T Float](base *Model[T], lora LoraConfig, opts TrainerOptions) (
 	if opts.MinSharedPrefix < 0 {
 		return nil, fmt.Errorf("%w: MinSharedPrefix %d must be ≥ 0 (0 means %d)", ErrConfig, opts.MinSharedPrefix, DefaultMinSharedPrefix)
 	}
-	t := &Trainer[T]{cfg: base.Config, base: base.Clone(), opts: opts, rope: newRope[T](base.Config)}
+	t := &Trainer[T]{cfg: base.Config, base: base, opts: opts, rope: newRope[T](base.Config)}
 	if opts.Full {
+		t.base = base.Clone()
 		t.gm = newZeroModel[T](t.cfg)
 	} else {
 		ad, err := NewAdapter[T](t.cfg, lora)
@@ -201,14 +207,23 @@ func (t *Trainer[T]) run(ctx context.Context, data []Example, loss LossSpec, gra
 		}
 		lo, hi := runs[rlo].lo, runs[rhi-1].hi
 		t.a.packRuns(inputs, runs[rlo:rhi], t.cfg.Heads)
+		t.a.picks = t.a.picks[:0]
+		for i := lo; i < hi; i++ {
+			ex, rows := &data[i], t.a.rows[i-lo]
+			for j := range ex.Input {
+				t.a.picks = append(t.a.picks, pick{row: rows.row(j), target: ex.Targets[j]})
+			}
+		}
 		nt.forwardPacked(&t.a)
 		terms = terms[:0]
+		k := 0
 		for i := lo; i < hi; i++ {
 			ex, rows := &data[i], t.a.rows[i-lo]
 			lp := make([]float64, len(ex.Input))
 			for j := range ex.Input {
 				row := rows.row(j)
-				p := t.a.logprob(t.cfg.Vocab, row, ex.Targets[j])
+				p := t.a.pickLP[k]
+				k++
 				lp[j] = p
 				l, dp := fn(ex, j, p)
 				if !isFinite(l) || !isFinite(dp) {

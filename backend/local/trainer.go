@@ -51,8 +51,9 @@ type Trainer struct {
 
 var _ rl.Trainer = (*Trainer)(nil)
 
-// NewTrainer returns a trainer of a fresh LoRA adapter on a private copy of
-// base.
+// NewTrainer returns a trainer of a fresh LoRA adapter over base, which it
+// shares read-only with the caller and the samplers (one copy of the base
+// weights per process); base must not change while the trainer lives.
 func NewTrainer(base *engine.Model[float32], opts TrainerOptions) (*Trainer, error) {
 	if opts.Run == "" {
 		opts.Run = "local"
@@ -69,7 +70,7 @@ func NewTrainer(base *engine.Model[float32], opts TrainerOptions) (*Trainer, err
 	if opts.Shelf == nil {
 		opts.Shelf = &Shelf{}
 	}
-	eng, err := engine.NewTrainer(base.Clone(), opts.Lora, engine.TrainerOptions{Threads: opts.Threads})
+	eng, err := engine.NewTrainer(base, opts.Lora, engine.TrainerOptions{Threads: opts.Threads})
 	if err != nil {
 		return nil, fmt.Errorf("local: new trainer: %w", err)
 	}

@@ -4,10 +4,23 @@
 // shapes (torch_ref.py), side by side in one run.
 //
 //	go run ./bench/engine -json
+//	go run ./bench/engine -json -shape qwen3-0.6b
 //
 // Training: LoRA (every adapter, rank 8) forward + backward + AdamW step on
 // a batch of random token sequences. Sampling: n completions of one prompt
-// with a KV cache, temperature 1, the adapter merged into the weights.
+// with a KV cache, temperature 1, on the base (with -sample-adapter, the
+// trained adapter applied unmerged). The trainer and the sampler share one
+// read-only copy of the base weights.
+//
+// -shape qwen3-0.6b uses random weights in Qwen3-0.6B's real shapes (vocab
+// 151,936, dim 1024, 28 layers, 16 query and 8 KV heads of width 128, MLP
+// 3072, q/k norms, tied embeddings, rope theta 1e6, norm eps 1e-6; 596 M
+// parameters, 2.4 GB in float32) with small defaults for the batch, the
+// sequence and the new tokens so that a run takes a few minutes; flags given
+// explicitly still win. The PyTorch reference runs only for the default
+// shape. The JSON line carries vmhwm_kib, the process's peak resident
+// memory (VmHWM in /proc/self/status; 0 where that file does not exist).
+//
 // The last line of -json output is one JSON object.
 package main
 
@@ -23,6 +36,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/tandemrl/tandem/engine"
@@ -53,22 +67,52 @@ func main() {
 	flag.IntVar(&s.NewTokens, "new-tokens", 48, "tokens generated per sample")
 	flag.IntVar(&s.SampleReps, "sample-reps", 5, "timed sampling calls (after one warm-up)")
 	asJSON := flag.Bool("json", false, "end with one JSON line")
-	torch := flag.Bool("torch", true, "also run the PyTorch reference when available")
+	torch := flag.Bool("torch", true, "also run the PyTorch reference when available (default shape only)")
+	shape := flag.String("shape", "tandem", "model shape: tandem (the default model) or qwen3-0.6b (random weights)")
+	sampleAdapter := flag.Bool("sample-adapter", false, "sample with the trained adapter (applied unmerged) instead of the base")
 	flag.Parse()
-	s.Config = engine.DefaultConfig()
+	switch *shape {
+	case "tandem":
+		s.Config = engine.DefaultConfig()
+	case "qwen3-0.6b":
+		s.Config = qwen3Config()
+		set := map[string]bool{}
+		flag.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		for name, v := range map[string]*int{"train-batch": &s.TrainBatch, "train-seq": &s.TrainSeq, "train-steps": &s.TrainSteps,
+			"n": &s.N, "new-tokens": &s.NewTokens, "sample-reps": &s.SampleReps} {
+			if !set[name] {
+				*v = qwen3Defaults[name]
+			}
+		}
+		*torch = false
+	default:
+		fail(fmt.Errorf("-shape %q: want tandem or qwen3-0.6b", *shape))
+	}
 	s.Rank = engine.DefaultLoraConfig().Rank
 
-	res := map[string]any{"shapes": s, "params": s.Config.Params(), "kernels": kernels.Implementation(), "goarch": runtime.GOARCH}
-	train, err := goTrain(s)
+	res := map[string]any{"shape": *shape, "shapes": s, "params": s.Config.Params(), "kernels": kernels.Implementation(), "goarch": runtime.GOARCH}
+	t0 := time.Now()
+	base, err := engine.NewModel[float32](s.Config, 1)
 	if err != nil {
 		fail(err)
 	}
-	sample, err := goSample(s)
+	res["init_s"] = time.Since(t0).Seconds()
+	train, tr, err := goTrain(s, base)
+	if err != nil {
+		fail(err)
+	}
+	var ad *engine.Adapter[float32]
+	if *sampleAdapter {
+		ad = tr.Adapter()
+	}
+	res["sample_adapter"] = *sampleAdapter
+	sample, err := goSample(s, base, ad)
 	if err != nil {
 		fail(err)
 	}
 	res["train_tokens_per_s"], res["sample_tokens_per_s"] = train, sample
-	fmt.Fprintf(os.Stderr, "go:    train %8.0f tokens/s   sample %8.0f tokens/s\n", train, sample)
+	res["vmhwm_kib"] = peakRSS()
+	fmt.Fprintf(os.Stderr, "go:    train %8.1f tokens/s   sample %8.1f tokens/s   peak RSS %.2f GiB\n", train, sample, float64(peakRSS())/(1<<20))
 	if *torch {
 		tr, err := runTorch(s)
 		if err != nil {
@@ -99,14 +143,38 @@ func fail(err error) {
 	os.Exit(1)
 }
 
-func goTrain(s shapes) (float64, error) {
-	base, err := engine.NewModel[float32](s.Config, 1)
+// qwen3Config is Qwen3-0.6B's shape (config.json of Qwen/Qwen3-0.6B), with
+// the context cut to the rotary tables a benchmark needs.
+func qwen3Config() engine.Config {
+	return engine.Config{Vocab: 151936, Dim: 1024, Layers: 28, Heads: 16, KVHeads: 8, HeadDim: 128, Hidden: 3072,
+		Context: 4096, QKNorm: true, TiedEmbed: true, RopeTheta: 1e6, NormEps: 1e-6}
+}
+
+// qwen3Defaults are the qwen3-0.6b shape's defaults for flags not given.
+var qwen3Defaults = map[string]int{"train-batch": 2, "train-seq": 64, "train-steps": 2, "n": 4, "new-tokens": 16, "sample-reps": 2}
+
+// peakRSS returns VmHWM from /proc/self/status in KiB (0 if unavailable).
+func peakRSS() int {
+	b, err := os.ReadFile("/proc/self/status")
 	if err != nil {
-		return 0, err
+		return 0
 	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			f := strings.Fields(rest)
+			if len(f) > 0 {
+				n, _ := strconv.Atoi(f[0])
+				return n
+			}
+		}
+	}
+	return 0
+}
+
+func goTrain(s shapes, base *engine.Model[float32]) (float64, *engine.Trainer[float32], error) {
 	tr, err := engine.NewTrainer(base, engine.DefaultLoraConfig(), engine.TrainerOptions{Threads: s.Threads})
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	rng := rand.New(rand.NewPCG(1, 1))
 	data := make([]engine.Example, s.TrainBatch)
@@ -125,24 +193,23 @@ func goTrain(s shapes) (float64, error) {
 		return err
 	}
 	if err := step(); err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	t0 := time.Now()
 	for range s.TrainSteps {
 		if err := step(); err != nil {
-			return 0, err
+			return 0, nil, err
 		}
 	}
-	return float64(s.TrainSteps*s.TrainBatch*s.TrainSeq) / time.Since(t0).Seconds(), nil
+	return float64(s.TrainSteps*s.TrainBatch*s.TrainSeq) / time.Since(t0).Seconds(), tr, nil
 }
 
-func goSample(s shapes) (float64, error) {
-	base, err := engine.NewModel[float32](s.Config, 1)
+func goSample(s shapes, base *engine.Model[float32], ad *engine.Adapter[float32]) (float64, error) {
+	smp, err := engine.NewSampler(base, engine.SamplerOptions{Threads: s.Threads})
 	if err != nil {
 		return 0, err
 	}
-	smp, err := engine.NewSampler(base, engine.SamplerOptions{Threads: s.Threads})
-	if err != nil {
+	if err := smp.SetAdapter(ad); err != nil {
 		return 0, err
 	}
 	rng := rand.New(rand.NewPCG(2, 2))

@@ -1,0 +1,132 @@
+package engine
+
+import "math"
+
+// The output layer over a large vocabulary. Logits are computed for a chunk
+// of rows at a time (see logitRows), reduced to what the callers need (each
+// row's log-sum-exp, the log-probabilities of the picked targets, sampled
+// tokens) and dropped, so no pass holds an n×Vocab matrix: for Qwen's
+// 151,936-token vocabulary that would be 608 KB per row. The backward pass
+// recomputes each chunk's logits from the cached final-norm output (one
+// more unembedding product, bit-identical to the forward's) and turns them
+// into their gradient in place.
+
+// logitBudget bounds the elements of one chunk of logits.
+const logitBudget = 1 << 22
+
+// logitRows returns the rows of one chunk of logits: as many as fit in
+// logitBudget, at least 64 so the unembedding stays a matrix product that
+// reuses each weight row (fewer rows would make it bandwidth-bound). For
+// tandem's 98-token vocabulary a chunk holds 42,799 rows, so a whole batch
+// is one chunk.
+func logitRows(vocab int) int { return max(64, logitBudget/vocab) }
+
+// chunk returns the rows of one chunk of a's logits: a.chunkRows when set
+// (tests), else logitRows.
+func (a *acts[T]) chunk(vocab int) int {
+	if a.chunkRows > 0 {
+		return a.chunkRows
+	}
+	return logitRows(vocab)
+}
+
+// headForward computes the logits of a's rows chunk by chunk from a.xnf,
+// filling a.lse, a.pickLP and (with a.keepLast) a.last.
+func (nt *net[T]) headForward(a *acts[T]) {
+	c := nt.m.Config
+	vocab, n := c.Vocab, a.n
+	l := nt.lin(-1, kindUnembed)
+	a.lse = a.lse[:0]
+	a.pickLP = append(a.pickLP[:0], make([]float64, len(a.picks))...)
+	chunk := a.chunk(vocab)
+	if l.lp != nil {
+		a.luU = grow(a.luU, n*l.lp.Rank, false)
+	}
+	for lo := 0; lo < n; lo += chunk {
+		hi := min(lo+chunk, n)
+		logits := nt.chunkLogits(a, l, lo, hi)
+		for i := lo; i < hi; i++ {
+			a.lse = append(a.lse, logSumExp(logits[(i-lo)*vocab:(i-lo+1)*vocab]))
+		}
+		for k, pk := range a.picks {
+			if pk.row >= lo && pk.row < hi {
+				a.pickLP[k] = float64(logits[(pk.row-lo)*vocab+pk.target]) - a.lse[pk.row]
+			}
+		}
+		if a.keepLast && hi == n {
+			a.last = append(a.last[:0], logits[(n-1-lo)*vocab:(n-lo)*vocab]...)
+		}
+	}
+}
+
+// chunkLogits computes the logits of rows [lo, hi) into a.logits (and the
+// adapter's x·Aᵀ of those rows into a.luU) and returns them.
+func (nt *net[T]) chunkLogits(a *acts[T], l linear[T], lo, hi int) []T {
+	c := nt.m.Config
+	d, vocab := c.Dim, c.Vocab
+	a.logits = grow(a.logits, (hi-lo)*vocab, false)
+	var u []T
+	if l.lp != nil {
+		r := l.lp.Rank
+		u = a.luU[lo*r : hi*r]
+	}
+	l.apply(nt.p, hi-lo, a.xnf[lo*d:hi*d], a.logits, &u)
+	return a.logits
+}
+
+// headBackward adds the output layer's gradients for the loss terms and
+// writes the gradient with respect to a.xnf into dxn (n×Dim). Rows without
+// a live term get a zero gradient; chunks without any are not recomputed.
+func (nt *net[T]) headBackward(a *acts[T], terms []term, csum []float64, live []bool, dxn []T) {
+	c := nt.m.Config
+	d, vocab, n := c.Dim, c.Vocab, a.n
+	l := nt.lin(-1, kindUnembed)
+	chunk := a.chunk(vocab)
+	bw := &a.bw
+	for lo := 0; lo < n; lo += chunk {
+		hi := min(lo+chunk, n)
+		hasLive := false
+		for i := lo; i < hi && !hasLive; i++ {
+			hasLive = live[i]
+		}
+		if !hasLive {
+			clear(dxn[lo*d : hi*d])
+			continue
+		}
+		logits := nt.chunkLogits(a, l, lo, hi)
+		// dlogits = Σ coef·(onehot(target) − softmax) over a row's terms
+		for i := lo; i < hi; i++ {
+			row := logits[(i-lo)*vocab : (i-lo+1)*vocab]
+			if !live[i] {
+				clear(row)
+				continue
+			}
+			ci, lse := csum[i], a.lse[i]
+			for v := range row {
+				row[v] = T(-ci * math.Exp(float64(row[v])-lse))
+			}
+		}
+		for _, tm := range terms {
+			if tm.coef != 0 && tm.row >= lo && tm.row < hi {
+				logits[(tm.row-lo)*vocab+tm.target] += T(tm.coef)
+			}
+		}
+		var u []T
+		if l.lp != nil {
+			u = a.luU[lo*l.lp.Rank : hi*l.lp.Rank]
+		}
+		l.backward(nt.p, hi-lo, logits, a.xnf[lo*d:hi*d], u, dxn[lo*d:hi*d], 0, &bw.tmp)
+	}
+}
+
+func logSumExp[T Float](x []T) float64 {
+	mx := math.Inf(-1)
+	for _, v := range x {
+		mx = math.Max(mx, float64(v))
+	}
+	var s float64
+	for _, v := range x {
+		s += math.Exp(float64(v) - mx)
+	}
+	return mx + math.Log(s)
+}
