@@ -24,7 +24,7 @@ var tokenizerConfigJSON []byte
 // TokenizerFiles returns the shipped tokenizer.json and
 // tokenizer_config.json, as a Hugging Face model folder holds them. The
 // caller must not modify them.
-func TokenizerFiles() (tokenizerJSON, configJSON []byte) {
+func TokenizerFiles() (tokenizer, config []byte) {
 	return tokenizerJSON, tokenizerConfigJSON
 }
 

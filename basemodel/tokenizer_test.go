@@ -61,3 +61,12 @@ func TestShippedTokenizerIsTheEngineVocabulary(t *testing.T) {
 	assert.Equal(t, []int{70, engine.EOS, 72}, tok.Encode("cée", tokenizer.EncodeOptions{}))
 	assert.Equal(t, "<eos>", tok.Config().EOSToken)
 }
+
+func TestTokenizerFiles(t *testing.T) {
+	t.Parallel()
+	tj, cj := TokenizerFiles()
+	require.Equal(t, tokenizerJSON, tj)
+	require.Equal(t, tokenizerConfigJSON, cj)
+	require.NotEmpty(t, tj)
+	require.NotEmpty(t, cj)
+}

@@ -174,3 +174,72 @@ func F32ToF16(f float32) uint16 {
 	}
 	return sign | uint16(half)
 }
+
+// IsFloat reports whether d is a floating dtype (F16, BF16, F32, F64).
+func (d DType) IsFloat() bool {
+	switch d {
+	case F16, BF16, F32, F64:
+		return true
+	}
+	return false
+}
+
+// DecodeFloats decodes the little-endian values of dtype (F16, BF16, F32,
+// F64) in src into dst, which must hold len(src)/size elements. BF16, F16
+// and F32 to float32 are exact; F64 to float32 rounds.
+func DecodeFloats[F ~float32 | ~float64](dtype DType, src []byte, dst []F) error {
+	size := dtype.Size()
+	if !dtype.IsFloat() {
+		return fmt.Errorf("safetensors: dtype %s is not a floating type; want F16, BF16, F32 or F64", dtype)
+	}
+	if len(src) != len(dst)*size {
+		return fmt.Errorf("safetensors: %d bytes of %s for %d elements", len(src), dtype, len(dst))
+	}
+	switch dtype {
+	case F16:
+		for i := range dst {
+			dst[i] = F(F16ToF32(binary.LittleEndian.Uint16(src[2*i:])))
+		}
+	case BF16:
+		for i := range dst {
+			dst[i] = F(math.Float32frombits(uint32(binary.LittleEndian.Uint16(src[2*i:])) << 16))
+		}
+	case F32:
+		for i := range dst {
+			dst[i] = F(math.Float32frombits(binary.LittleEndian.Uint32(src[4*i:])))
+		}
+	case F64:
+		for i := range dst {
+			dst[i] = F(math.Float64frombits(binary.LittleEndian.Uint64(src[8*i:])))
+		}
+	}
+	return nil
+}
+
+// EncodeFloats returns src as little-endian values of dtype (F16, BF16,
+// F32, F64); narrowing rounds to nearest even.
+func EncodeFloats[F ~float32 | ~float64](dtype DType, src []F) ([]byte, error) {
+	if !dtype.IsFloat() {
+		return nil, fmt.Errorf("safetensors: cannot encode floats as %s; want F16, BF16, F32 or F64", dtype)
+	}
+	out := make([]byte, len(src)*dtype.Size())
+	switch dtype {
+	case F16:
+		for i, v := range src {
+			binary.LittleEndian.PutUint16(out[2*i:], F32ToF16(float32(v)))
+		}
+	case BF16:
+		for i, v := range src {
+			binary.LittleEndian.PutUint16(out[2*i:], F32ToBF16(float32(v)))
+		}
+	case F32:
+		for i, v := range src {
+			binary.LittleEndian.PutUint32(out[4*i:], math.Float32bits(float32(v)))
+		}
+	case F64:
+		for i, v := range src {
+			binary.LittleEndian.PutUint64(out[8*i:], math.Float64bits(float64(v)))
+		}
+	}
+	return out, nil
+}

@@ -115,13 +115,29 @@ func Parse(data []byte) (*File, error) {
 	if hlen > uint64(len(data)-8) {
 		return nil, bad("header length %d exceeds the %d bytes after the length field (truncated file?)", hlen, len(data)-8)
 	}
-	header := data[8 : 8+hlen]
 	body := data[8+hlen:]
+	h, err := parseHeader(data[8:8+hlen], int64(len(body)))
+	if err != nil {
+		return nil, err
+	}
+	f := &File{Metadata: h.Metadata, Tensors: make(map[string]Tensor, len(h.Tensors))}
+	for name, e := range h.Tensors {
+		b, en := e.Begin-h.DataStart, e.End-h.DataStart
+		f.Tensors[name] = Tensor{DType: e.DType, Shape: e.Shape, Data: body[b:en:en]}
+	}
+	return f, nil
+}
+
+// parseHeader decodes and checks the JSON header of a file whose data
+// section (after the header) holds bodyLen bytes. Offsets in the result are
+// absolute file offsets.
+func parseHeader(header []byte, bodyLen int64) (*Header, error) {
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal(header, &raw); err != nil {
 		return nil, bad("header is not a JSON object: %v", err)
 	}
-	f := &File{Metadata: map[string]string{}, Tensors: map[string]Tensor{}}
+	start := 8 + int64(len(header))
+	h := &Header{Metadata: map[string]string{}, Tensors: map[string]TensorInfo{}, DataStart: start, Size: start + bodyLen}
 	type span struct {
 		b, e int64
 		name string
@@ -129,7 +145,7 @@ func Parse(data []byte) (*File, error) {
 	var spans []span
 	for name, msg := range raw {
 		if name == "__metadata__" {
-			if err := json.Unmarshal(msg, &f.Metadata); err != nil {
+			if err := json.Unmarshal(msg, &h.Metadata); err != nil {
 				return nil, bad("__metadata__ must map strings to strings: %v", err)
 			}
 			continue
@@ -148,16 +164,16 @@ func Parse(data []byte) (*File, error) {
 			return nil, bad("tensor %q: data_offsets has %d values; want [begin, end]", name, len(e.Offsets))
 		}
 		b, en := e.Offsets[0], e.Offsets[1]
-		if b < 0 || en < b || en > int64(len(body)) {
-			return nil, bad("tensor %q: data_offsets [%d, %d] outside the %d data bytes (truncated file?)", name, b, en, len(body))
+		if b < 0 || en < b || en > bodyLen {
+			return nil, bad("tensor %q: data_offsets [%d, %d] outside the %d data bytes (truncated file?)", name, b, en, bodyLen)
 		}
 		elems := int64(1)
 		shape := make([]int, len(e.Shape))
 		for i, d := range e.Shape {
-			if d < 0 || d > int64(len(body)) {
+			if d < 0 || d > bodyLen {
 				return nil, bad("tensor %q: shape %v has an impossible dimension %d", name, e.Shape, d)
 			}
-			if d != 0 && elems > int64(len(body))/d {
+			if d != 0 && elems > bodyLen/d {
 				return nil, bad("tensor %q: shape %v holds more elements than the file has bytes", name, e.Shape)
 			}
 			elems *= d
@@ -166,7 +182,7 @@ func Parse(data []byte) (*File, error) {
 		if elems*int64(size) != en-b {
 			return nil, bad("tensor %q: shape %v of %s needs %d bytes but data_offsets span %d", name, e.Shape, e.DType, elems*int64(size), en-b)
 		}
-		f.Tensors[name] = Tensor{DType: e.DType, Shape: shape, Data: body[b:en:en]}
+		h.Tensors[name] = TensorInfo{DType: e.DType, Shape: shape, Begin: start + b, End: start + en}
 		spans = append(spans, span{b, en, name})
 	}
 	slices.SortFunc(spans, func(x, y span) int {
@@ -180,7 +196,7 @@ func Parse(data []byte) (*File, error) {
 			return nil, bad("tensors %q and %q overlap", spans[i-1].name, spans[i].name)
 		}
 	}
-	return f, nil
+	return h, nil
 }
 
 // ReadFile reads and parses the file at path.

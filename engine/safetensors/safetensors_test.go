@@ -1,7 +1,9 @@
 package safetensors
 
 import (
+	"bytes"
 	"encoding/binary"
+	"io"
 	"math"
 	"path/filepath"
 	"testing"
@@ -179,6 +181,102 @@ func FuzzParse(f *testing.F) {
 		}
 		if _, err := Parse(b); err != nil {
 			t.Fatalf("re-encoded file does not parse: %v", err)
+		}
+	})
+}
+
+func TestReadHeaderAndFloats(t *testing.T) {
+	t.Parallel()
+	x := []float64{1, -2.5, 3e-3, 6e4, 0, math.Copysign(0, -1), 65504}
+	var ts []Named
+	for _, dt := range []DType{F16, BF16, F32, F64} {
+		tn, err := FromFloats(dt, []int{len(x)}, x)
+		require.NoError(t, err)
+		ts = append(ts, Named{Name: string(dt), Tensor: tn})
+	}
+	ts = append(ts, Named{Name: "ints", Tensor: Tensor{DType: I32, Shape: []int{1}, Data: make([]byte, 4)}})
+	data, err := Encode(ts, map[string]string{"format": "pt"})
+	require.NoError(t, err)
+	whole, err := Parse(data)
+	require.NoError(t, err)
+	h, err := ReadHeader(bytes.NewReader(data), int64(len(data)))
+	require.NoError(t, err)
+	assert.Equal(t, whole.Metadata, h.Metadata)
+	assert.Equal(t, whole.Names(), h.Names())
+	for _, dt := range []DType{F16, BF16, F32, F64} {
+		ti := h.Tensors[string(dt)]
+		want, err := whole.Tensors[string(dt)].Floats64()
+		require.NoError(t, err)
+		for _, bufLen := range []int{0, 8, 16, 1 << 10} { // chunked and whole
+			got := make([]float64, len(x))
+			require.NoError(t, ReadFloats(bytes.NewReader(data), ti, got, make([]byte, bufLen), true))
+			assert.Equal(t, want, got, "%s buf %d", dt, bufLen)
+			g32 := make([]float32, len(x))
+			require.NoError(t, ReadFloats(bytes.NewReader(data), ti, g32, nil, false))
+			for i := range want {
+				assert.Equal(t, float32(want[i]), g32[i])
+			}
+		}
+	}
+	assert.ErrorContains(t, ReadFloats(bytes.NewReader(data), h.Tensors["ints"], make([]float32, 1), nil, true), "not a floating type")
+	assert.ErrorContains(t, ReadFloats(bytes.NewReader(data), h.Tensors["F32"], make([]float32, 2), nil, true), "destination holds 2")
+	// Not finite, and a file cut short after the header was read.
+	bad, err := FromFloats(F32, []int{3}, []float64{1, math.Inf(1), 2})
+	require.NoError(t, err)
+	data, err = Encode([]Named{{Name: "t", Tensor: bad}}, nil)
+	require.NoError(t, err)
+	h, err = ReadHeader(bytes.NewReader(data), int64(len(data)))
+	require.NoError(t, err)
+	err = ReadFloats(bytes.NewReader(data), h.Tensors["t"], make([]float64, 3), nil, true)
+	assert.ErrorIs(t, err, ErrNotFinite)
+	assert.ErrorContains(t, err, "element 1 is +Inf")
+	err = ReadFloats(bytes.NewReader(data[:len(data)-2]), h.Tensors["t"], make([]float64, 3), nil, false)
+	assert.ErrorIs(t, err, io.ErrUnexpectedEOF)
+	_, err = ReadHeader(bytes.NewReader(data[:len(data)-2]), int64(len(data)-2))
+	assert.ErrorIs(t, err, ErrFormat)
+}
+
+func TestEncodeDecodeFloats(t *testing.T) {
+	t.Parallel()
+	x := []float32{1, -0.5, 3.14159, 1e-8}
+	for _, dt := range []DType{F16, BF16, F32, F64} {
+		b, err := EncodeFloats(dt, x)
+		require.NoError(t, err)
+		tn := Tensor{DType: dt, Shape: []int{len(x)}, Data: b}
+		want, err := tn.Floats64()
+		require.NoError(t, err)
+		got := make([]float64, len(x))
+		require.NoError(t, DecodeFloats(dt, b, got))
+		assert.Equal(t, want, got, dt)
+	}
+	_, err := EncodeFloats(I64, x)
+	assert.Error(t, err)
+	assert.Error(t, DecodeFloats(F32, make([]byte, 3), make([]float32, 1)))
+}
+
+// FuzzReadHeader: ReadHeader accepts exactly what Parse accepts, with the
+// same tensors.
+func FuzzReadHeader(f *testing.F) {
+	good, err := Encode([]Named{{Name: "a", Tensor: Tensor{DType: F32, Shape: []int{2}, Data: make([]byte, 8)}}}, map[string]string{"k": "v"})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(good)
+	f.Add(file(`{"a":{"dtype":"U8","shape":[2],"data_offsets":[0,2]}}`, 3))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		whole, err1 := Parse(data)
+		h, err2 := ReadHeader(bytes.NewReader(data), int64(len(data)))
+		if (err1 == nil) != (err2 == nil) {
+			t.Fatalf("Parse: %v; ReadHeader: %v", err1, err2)
+		}
+		if err1 != nil {
+			return
+		}
+		for name, tn := range whole.Tensors {
+			ti := h.Tensors[name]
+			if string(data[ti.Begin:ti.End]) != string(tn.Data) || ti.DType != tn.DType {
+				t.Fatalf("tensor %q differs", name)
+			}
 		}
 	})
 }

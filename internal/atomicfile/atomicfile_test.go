@@ -23,3 +23,12 @@ func TestWriteReplacesAndLeavesNoTemporaries(t *testing.T) {
 	assert.Len(t, entries, 1, "no temporary file is left behind")
 	assert.Error(t, Write(filepath.Join(dir, "missing", "f"), nil), "a missing folder is an error")
 }
+
+func TestWriteMode(t *testing.T) {
+	t.Parallel()
+	p := filepath.Join(t.TempDir(), "f")
+	require.NoError(t, Write(p, []byte("x")))
+	st, err := os.Stat(p)
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o644), st.Mode().Perm())
+}
