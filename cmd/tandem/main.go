@@ -10,6 +10,7 @@
 //	tandem checkpoints    list | source | download | export
 //	tandem pretrain       reproduce the shipped base model from its seed
 //	tandem tokenize       encode, decode and render chats with a Hugging Face tokenizer
+//	tandem export         write the base model as a Hugging Face Llama folder
 //
 // Run "tandem <command> -h" for a command's flags.
 package main
@@ -38,6 +39,7 @@ func commands() []command {
 		{"checkpoints", "list, source, download or export checkpoints", runCheckpoints},
 		{"pretrain", "reproduce the shipped base model bit for bit from its seed", runPretrain},
 		{"tokenize", "encode, decode and render chats with a Hugging Face tokenizer (JSON lines)", runTokenize},
+		{"export", "write the base model as a Hugging Face Llama folder (-hf DIR)", runExport},
 	}
 }
 

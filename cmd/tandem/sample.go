@@ -7,9 +7,11 @@ import (
 	"io"
 	"math"
 	"runtime"
+	"strings"
 	"time"
 
 	"github.com/tandemrl/tandem/basemodel"
+	"github.com/tandemrl/tandem/chat"
 	"github.com/tandemrl/tandem/checkpoint"
 	"github.com/tandemrl/tandem/engine"
 	"github.com/tandemrl/tandem/tasks/arithmetic"
@@ -21,6 +23,9 @@ func runSample(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	ckpt := fs.String("checkpoint", "", "adapter to serve: a checkpoint folder, a PEFT adapter folder, or a tinker:// URI in -store (default: the base model alone)")
 	storeDir := fs.String("store", "", "checkpoint store that -checkpoint URIs refer to")
 	base := fs.String("base", "", "base weights file (default: the shipped model)")
+	modelFolder := fs.String("model", "", "a Hugging Face model folder (config.json, safetensors, tokenizer.json) to sample instead of the shipped model")
+	raw := fs.Bool("raw", false, "with -model: encode -prompt as is, without the chat renderer")
+	rendererName := fs.String("renderer", "", "with -model: chat renderer ("+strings.Join(chat.Names(), ", ")+"; default: the folder's chat template, else role_colon)")
 	n := fs.Int("n", 4, "number of samples")
 	temp := fs.Float64("temperature", 1, "sampling temperature (0 = greedy)")
 	topK := fs.Int("top-k", 0, "keep only the k most likely tokens (0 = all)")
@@ -34,6 +39,16 @@ func runSample(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	t0 := time.Now()
+	if *modelFolder != "" {
+		if *base != "" {
+			return usagef("sample: -model and -base both name a base model; give one")
+		}
+		return sampleModelDir(ctx, stdout, sampleDirArgs{
+			dir: *modelFolder, prompt: *prompt, raw: *raw, renderer: *rendererName, ckpt: *ckpt, store: *storeDir,
+			n: *n, threads: *threads, json: *asJSON, t0: t0,
+			p: engine.SamplingParams{MaxTokens: *maxTok, Temperature: *temp, TopK: *topK, TopP: *topP, Seed: *seed},
+		})
+	}
 	var (
 		m   *engine.Model[float32]
 		err error

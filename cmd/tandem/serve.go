@@ -40,6 +40,8 @@ const ListeningPrefix = "tandem serve: listening on "
 
 type serveFlags struct {
 	listen, role, store, apiKey, base, baseName string
+	model                                       string // a Hugging Face folder
+	maxContext                                  int
 	publicURL, fetchFrom                        string
 	threads, samplerThreads                     int
 	allowRemote                                 bool
@@ -64,7 +66,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.IntVar(&f.threads, "threads", runtime.NumCPU(), "cores one training call uses")
 	fs.IntVar(&f.samplerThreads, "sampler-threads", 0, "cores one sample call uses (default: -threads)")
 	fs.StringVar(&f.base, "base", "", "base weights file (default: the shipped model)")
-	fs.StringVar(&f.baseName, "base-name", "", "name clients use for the base model (default: "+basemodel.Name+", or the -base file's name)")
+	fs.StringVar(&f.model, "model", "", "a Hugging Face model folder (Llama, Qwen2, Qwen3, Mistral: config.json, safetensors, tokenizer.json) to host instead of the shipped model")
+	fs.IntVar(&f.maxContext, "max-context", 0, "with -model: longest sequence served (default: max_position_embeddings, at most 32768)")
+	fs.StringVar(&f.baseName, "base-name", "", "name clients use for the base model (default: "+basemodel.Name+", the -base file's name, or the -model folder's _name_or_path)")
 	fs.IntVar(&f.maxInFlight, "max-in-flight", 0, "unfinished calls beyond which the server answers 429 (default 256)")
 	fs.IntVar(&f.keepVersions, "keep-versions", 0, "adapter versions kept loaded for sampling (default 16; keep at least max staleness + 1; an evicted version is reloaded from the store when asked for again)")
 	if err := parseFlags(fs, args); err != nil {
@@ -135,15 +139,27 @@ func isLoopback(host string) bool {
 // builds the server; the caller closes the step log after serving.
 func newServer(ctx context.Context, f serveFlags, stderr io.Writer) (*server.Server, http.Handler, *steplog.Writer, error) {
 	var (
-		base *engine.Model[float32]
-		err  error
+		base        *engine.Model[float32]
+		tokenizerID string
+		err         error
 	)
-	if f.base == "" {
+	switch {
+	case f.model != "" && f.base != "":
+		return nil, nil, nil, usagef("serve: -model and -base both name a base model; give one")
+	case f.model != "":
+		var md *modelDir
+		if md, err = loadModelDir(f.model, f.maxContext); err == nil {
+			base, tokenizerID = md.model, md.dir
+			if f.baseName == "" {
+				f.baseName = md.info.Name
+			}
+		}
+	case f.base == "":
 		base, err = basemodel.Load()
 		if f.baseName == "" {
 			f.baseName = basemodel.Name
 		}
-	} else {
+	default:
 		base, err = engine.LoadBase[float32](f.base)
 		if f.baseName == "" {
 			f.baseName = strings.TrimSuffix(filepath.Base(f.base), filepath.Ext(f.base))
@@ -177,7 +193,11 @@ func newServer(ctx context.Context, f serveFlags, stderr io.Writer) (*server.Ser
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("serve: %w", err)
 	}
-	cfg := server.Config{Addr: f.listen, Role: server.Role(f.role), APIKeys: []string{f.apiKey}, Models: be.Models(), MaxInFlight: f.maxInFlight, MaxSamplers: f.keepVersions}
+	models := be.Models()
+	for i := range models {
+		models[i].TokenizerID = tokenizerID // the folder: AutoTokenizer.from_pretrained loads it
+	}
+	cfg := server.Config{Addr: f.listen, Role: server.Role(f.role), APIKeys: []string{f.apiKey}, Models: models, MaxInFlight: f.maxInFlight, MaxSamplers: f.keepVersions}
 	if err := cfg.Validate(); err != nil {
 		return nil, nil, nil, usagef("serve: %v", err)
 	}

@@ -1,0 +1,119 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tandemrl/tandem/backend/tinker"
+	"github.com/tandemrl/tandem/rl"
+	"github.com/tandemrl/tandem/wire"
+)
+
+// serve -model hosts a Hugging Face folder: through the Tinker protocol
+// (backend/tinker, protobuf mode) its forward log-probs equal the float64
+// PyTorch transcription's goldens (engine/hf/testdata), training lowers
+// the loss, and the sampler scores its own tokens as the trainer does.
+func TestServeHFModel(t *testing.T) {
+	t.Parallel()
+	folder := filepath.Join("..", "..", "engine", "hf", "testdata", "qwen3")
+	var golden struct {
+		Sequences []struct {
+			Tokens   []int
+			Logprobs []float64
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(folder, "golden.json"))
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(b, &golden))
+
+	const key = "test-key-hf-123456"
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		err := run(ctx, []string{"serve", "-listen", "127.0.0.1:0", "-api-key", key, "-store", t.TempDir(), "-model", folder, "-threads", "1"}, pw, io.Discard)
+		pw.Close()
+		done <- err
+	}()
+	sc := bufio.NewScanner(pr)
+	require.True(t, sc.Scan(), "serve printed nothing")
+	addr := strings.Fields(strings.TrimPrefix(sc.Text(), ListeningPrefix))[0]
+	go func() { _, _ = io.Copy(io.Discard, pr) }()
+
+	c, err := tinker.New(ctx, tinker.Options{BaseURL: "http://" + addr, APIKey: key})
+	require.NoError(t, err)
+	defer c.Close()
+	caps, err := c.Capabilities(ctx)
+	require.NoError(t, err)
+	require.Len(t, caps.SupportedModels, 1)
+	name := caps.SupportedModels[0].ModelName
+	assert.Equal(t, "qwen3", name, "the folder's name (its config has no _name_or_path)")
+
+	tr, err := c.NewTrainer(ctx, name, wire.LoraConfig{}) // the SDK's default: every adapter, lm_head included
+	require.NoError(t, err)
+	var data []rl.Datum
+	n := 0
+	for _, s := range golden.Sequences {
+		w := make([]float64, len(s.Tokens)-1)
+		for i := range w {
+			w[i] = 1
+		}
+		data = append(data, rl.Datum{ModelInput: rl.Tokens(s.Tokens[:len(s.Tokens)-1]), LossFnInputs: map[string]rl.TensorData{
+			rl.InputTargetTokens: rl.IntTensor(s.Tokens[1:]), rl.InputWeights: rl.FloatTensor(w)}})
+		n += len(w)
+	}
+	out, err := tr.Forward(ctx, data, rl.Loss{Name: rl.CrossEntropy}).Wait(ctx)
+	require.NoError(t, err)
+	gap := 0.0
+	for i, s := range golden.Sequences {
+		lp := out.LossFnOutputs[i]["logprobs"].Floats
+		require.Len(t, lp, len(s.Logprobs))
+		for j := range lp {
+			gap = math.Max(gap, math.Abs(lp[j]-s.Logprobs[j]))
+		}
+	}
+	assert.Less(t, gap, 1e-4, "forward log-probs vs the PyTorch transcription")
+
+	var losses []float64
+	for range 3 {
+		fb := tr.ForwardBackward(ctx, data, rl.Loss{Name: rl.CrossEntropy})
+		_, err := tr.OptimStep(ctx, rl.AdamParams{LearningRate: 1e-2}).Wait(ctx)
+		require.NoError(t, err)
+		r, err := fb.Wait(ctx)
+		require.NoError(t, err)
+		losses = append(losses, r.Metrics["loss:sum"]/float64(n))
+	}
+	assert.Less(t, losses[2], losses[0], "SFT lowers the loss: %v", losses)
+
+	ref, err := tr.SaveForSampler(ctx, "hf").Wait(ctx)
+	require.NoError(t, err)
+	smp := c.NewSampler(name)
+	require.NoError(t, smp.Load(ctx, ref))
+	prompt := golden.Sequences[0].Tokens[:8]
+	seed := int64(3)
+	got, err := smp.Sample(ctx, rl.Tokens(prompt), 2, rl.SamplingParams{MaxTokens: 6, Temperature: 1, Seed: &seed})
+	require.NoError(t, err)
+	require.Len(t, got.Sequences, 2)
+	seq := got.Sequences[0]
+	full := append(append([]int(nil), prompt...), seq.Tokens...)
+	fw, err := tr.Forward(ctx, []rl.Datum{{ModelInput: rl.Tokens(full[:len(full)-1]), LossFnInputs: map[string]rl.TensorData{
+		rl.InputTargetTokens: rl.IntTensor(full[1:])}}}, rl.Loss{Name: rl.CrossEntropy}).Wait(ctx)
+	require.NoError(t, err)
+	flp := fw.LossFnOutputs[0]["logprobs"].Floats[len(prompt)-1:]
+	for j, lp := range seq.Logprobs {
+		assert.InDelta(t, flp[j], lp, 1e-4, "token %d: sampler vs trainer", j)
+	}
+	cancel()
+	require.NoError(t, <-done)
+}
