@@ -61,7 +61,9 @@ type acts[T Float] struct {
 	pickLP    []float64 // per pick: its log-probability
 	last      []T       // with keepLast: the last row's logits (Vocab)
 	keepLast  bool
-	chunkRows int // rows per chunk of logits; 0 means logitRows(Vocab)
+	chunkRows int              // rows per chunk of logits; 0 means logitRows(Vocab)
+	topK      int              // > 0: collect each row's topK most likely tokens
+	top       [][]TokenLogprob // with topK: per row, most likely first
 	scratch   struct{ a, b []T }
 	bw        backScratch[T]
 }

@@ -37,6 +37,7 @@ func (nt *net[T]) headForward(a *acts[T]) {
 	vocab, n := c.Vocab, a.n
 	l := nt.lin(-1, kindUnembed)
 	a.lse = a.lse[:0]
+	a.top = a.top[:0]
 	a.pickLP = append(a.pickLP[:0], make([]float64, len(a.picks))...)
 	chunk := a.chunk(vocab)
 	if l.lp != nil {
@@ -51,6 +52,11 @@ func (nt *net[T]) headForward(a *acts[T]) {
 		for k, pk := range a.picks {
 			if pk.row >= lo && pk.row < hi {
 				a.pickLP[k] = float64(logits[(pk.row-lo)*vocab+pk.target]) - a.lse[pk.row]
+			}
+		}
+		if a.topK > 0 {
+			for i := lo; i < hi; i++ {
+				a.top = append(a.top, topTokens(logits[(i-lo)*vocab:(i-lo+1)*vocab], a.topK, a.lse[i]))
 			}
 		}
 		if a.keepLast && hi == n {

@@ -216,7 +216,14 @@ type SamplingParams struct {
 	// PromptLogprobs asks for the log-prob of each prompt token as well
 	// (Tinker's prompt_logprobs / compute_logprobs).
 	PromptLogprobs bool `json:"prompt_logprobs,omitempty"`
+	// TopKPromptLogprobs, when positive, asks for the K most likely tokens
+	// and their log-probs at each prompt position as well (Tinker's
+	// topk_prompt_logprobs), at most MaxTopKPromptLogprobs.
+	TopKPromptLogprobs int `json:"topk_prompt_logprobs,omitempty"`
 }
+
+// MaxTopKPromptLogprobs bounds SamplingParams.TopKPromptLogprobs.
+const MaxTopKPromptLogprobs = 1024
 
 // Validate checks every field's range.
 func (p SamplingParams) Validate() error {
@@ -227,6 +234,8 @@ func (p SamplingParams) Validate() error {
 		return fmt.Errorf("sampling: temperature %v must be a non-negative finite number (0 is greedy)", p.Temperature)
 	case !(p.TopP >= 0 && p.TopP <= 1):
 		return fmt.Errorf("sampling: top_p %v must be in [0, 1]", p.TopP)
+	case p.TopKPromptLogprobs < 0 || p.TopKPromptLogprobs > MaxTopKPromptLogprobs:
+		return fmt.Errorf("sampling: topk_prompt_logprobs %d must be in [0, %d]", p.TopKPromptLogprobs, MaxTopKPromptLogprobs)
 	}
 	for i, s := range p.StopStrings {
 		if s == "" {
@@ -259,6 +268,16 @@ type SampleOutput struct {
 	Sequences []Sequence `json:"sequences"`
 	// PromptLogprobs holds the log-prob of each prompt token given the ones
 	// before it, when requested; the first token has none and holds 0.
-	PromptLogprobs []float64      `json:"prompt_logprobs,omitempty"`
-	Version        policy.Version `json:"version"`
+	PromptLogprobs []float64 `json:"prompt_logprobs,omitempty"`
+	// TopKPromptLogprobs holds, when requested, the K most likely tokens
+	// at each prompt position, most likely first, with their log-probs
+	// given the tokens before; the first position has none (nil).
+	TopKPromptLogprobs [][]TokenLogprob `json:"topk_prompt_logprobs,omitempty"`
+	Version            policy.Version   `json:"version"`
+}
+
+// TokenLogprob is a token and its log-prob.
+type TokenLogprob struct {
+	Token   int     `json:"token"`
+	Logprob float64 `json:"logprob"`
 }

@@ -91,7 +91,7 @@ func TestBadRequests(t *testing.T) {
 		{name: "sample bad stop", endpoint: "asample", body: `{"base_model":"tiny-base","prompt":{"chunks":[{"tokens":[1]}]},"sampling_params":{"stop":[true]}}`, status: 400, says: "field sampling_params.stop[0]"},
 		{name: "sample prompt beyond vocab", endpoint: "asample", body: `{"base_model":"tiny-base","prompt":{"chunks":[{"tokens":[1,99999]}]},"sampling_params":{}}`, status: 400, says: "field prompt[1]"},
 		{name: "sample too long", endpoint: "asample", body: `{"base_model":"tiny-base","prompt":{"chunks":[{"tokens":[1]}]},"sampling_params":{"max_tokens":600}}`, status: 400, says: "exceeds the 512"},
-		{name: "sample topk prompt logprobs", endpoint: "asample", body: sample(`,"topk_prompt_logprobs":5`), status: 400, says: "topk_prompt_logprobs"},
+		{name: "sample topk prompt logprobs out of range", endpoint: "asample", body: sample(`,"topk_prompt_logprobs":1025`), status: 400, says: "topk_prompt_logprobs"},
 		{name: "sample image chunk", endpoint: "asample", body: `{"base_model":"tiny-base","prompt":{"chunks":[{"type":"image","data":"","format":"png"}]},"sampling_params":{}}`, status: 400, says: "not supported"},
 		{name: "sampling session traversal", endpoint: "create_sampling_session", body: fmt.Sprintf(`{"session_id":%q,"sampling_session_seq_id":1,"model_path":"tinker://../sampler_weights/x"}`, sess), status: 400, says: "field model_path"},
 		{name: "retrieve another key's future", key: keyB, endpoint: "retrieve_future", body: fmt.Sprintf(`{"request_id":%q}`, futA), status: 404, says: "not found"},

@@ -76,3 +76,58 @@ func ints(v []int) string {
 	b, _ := json.Marshal(v)
 	return string(b)
 }
+
+// topk_prompt_logprobs (tinker-cookbook's off-policy distillation): at each
+// prompt position after the first, the k most likely tokens, most likely
+// first; the prompt's own token, when among them, with the log-prob the
+// forward gives it; the first position null; in JSON and in protobuf.
+func TestTopKPromptLogprobs(t *testing.T) {
+	t.Parallel()
+	st, err := checkpoint.Open(t.TempDir())
+	require.NoError(t, err)
+	m := enginetest.Model(t, 2, 32, 7)
+	be, err := localbackend.New(localbackend.Options{Bases: map[string]*engine.Model[float32]{base: m}, Store: st})
+	require.NoError(t, err)
+	h := newHarnessWith(t, func(c *server.Config) {
+		c.Models = []server.ModelSpec{{Name: base, VocabSize: m.Config.Vocab, MaxContextLength: m.Config.Context}}
+	}, func(o *server.Options) { o.Backend = be })
+	prompt := []int{engine.BOS, 20, 14, 21, 3, 30}
+	const k = 5
+	body := fmt.Sprintf(`{"base_model":%q,"num_samples":1,"prompt":{"chunks":[{"tokens":%s}]},
+		"sampling_params":{"max_tokens":1},"prompt_logprobs":true,"topk_prompt_logprobs":%d}`, base, ints(prompt), k)
+	id := h.submit(keyA, "asample", body)
+	sr, err := wire.DecodeSampleResponse(h.ok(keyA, id))
+	require.NoError(t, err)
+	require.Len(t, sr.TopKPromptLogprobs, len(prompt))
+	assert.Nil(t, sr.TopKPromptLogprobs[0])
+	for i := 1; i < len(prompt); i++ {
+		row := sr.TopKPromptLogprobs[i]
+		require.Len(t, row, k, "position %d", i)
+		for j := 1; j < k; j++ {
+			assert.GreaterOrEqual(t, row[j-1].Logprob, row[j].Logprob, "position %d sorted", i)
+		}
+		found := false
+		for _, e := range row {
+			if e.Token == prompt[i] {
+				found = true
+				assert.InDelta(t, *sr.PromptLogprobs[i], e.Logprob, 1e-6, "position %d: the prompt token's log-prob", i)
+			}
+		}
+		if !found { // a token outside the top k is no likelier than the k-th
+			assert.GreaterOrEqual(t, row[k-1].Logprob, *sr.PromptLogprobs[i]-1e-6, "position %d", i)
+		}
+	}
+	// The same answer in protobuf, as SDK v0.25.0 polls for it.
+	ct, pb := h.protoResult(id)
+	require.Equal(t, wire.ContentTypeProto, ct)
+	pr, err := wire.DecodeSampleResponseProto(pb)
+	require.NoError(t, err)
+	require.Len(t, pr.TopKPromptLogprobs, len(prompt))
+	assert.Nil(t, pr.TopKPromptLogprobs[0])
+	for i := 1; i < len(prompt); i++ {
+		for j, e := range pr.TopKPromptLogprobs[i] {
+			assert.Equal(t, sr.TopKPromptLogprobs[i][j].Token, e.Token)
+			assert.InDelta(t, sr.TopKPromptLogprobs[i][j].Logprob, e.Logprob, 1e-5)
+		}
+	}
+}

@@ -110,9 +110,6 @@ func (s *Server) asample(ctx context.Context, owner string, body []byte) (any, e
 	if err := minVersionFromHeader(ctx, &req); err != nil {
 		return nil, err
 	}
-	if req.TopKPromptLogprobs > 0 {
-		return nil, userErr(http.StatusBadRequest, "field topk_prompt_logprobs: %d; top-k prompt log-probs are not supported here, want 0", req.TopKPromptLogprobs)
-	}
 	var t samplerTarget
 	var sp *samplingSession
 	if req.SamplingSessionID != "" {
@@ -142,6 +139,7 @@ func (s *Server) asample(ctx context.Context, owner string, body []byte) (any, e
 	// The request's own flag (compute_logprobs, include_prompt_logprobs)
 	// goes to the sampler with the rest: without it no backend computes them.
 	params.PromptLogprobs = req.PromptLogprobs
+	params.TopKPromptLogprobs = req.TopKPromptLogprobs
 	spec, _ := s.modelSpec(t.base)
 	prompt := req.Prompt.AllTokens()
 	if err := checkTokens(spec, "prompt", prompt); err != nil {
@@ -184,6 +182,10 @@ func (s *Server) asample(ctx context.Context, owner string, body []byte) (any, e
 		}
 		if req.PromptLogprobs && len(out.PromptLogprobs) != len(prompt) {
 			s.futures.fail(f, wire.ErrorCategoryUser, "prompt_logprobs: this backend did not compute them")
+			return
+		}
+		if req.TopKPromptLogprobs > 0 && len(out.TopKPromptLogprobs) != len(prompt) {
+			s.futures.fail(f, wire.ErrorCategoryUser, "topk_prompt_logprobs: this backend did not compute them")
 			return
 		}
 		s.futures.succeed(f, wire.SampleResponseFromRL(out, req.PromptLogprobs))

@@ -96,13 +96,13 @@ func TestProtoRequestFixturesRejected(t *testing.T) {
 
 func TestProtoSampleFixtures(t *testing.T) {
 	t.Parallel()
-	for name, canonical := range map[string]bool{"sample": true, "sample.topk_cache": false} {
+	for name, canonical := range map[string]bool{"sample": true, "sample.topk_cache": false, "sample.topk_masked": true} {
 		got, err := DecodeSampleResponseProto(readFixture(t, name+".pb"))
 		require.NoError(t, err, name)
 		want, err := DecodeSampleResponse(readFixture(t, name+".json"))
 		require.NoError(t, err, name)
 		assert.Equal(t, want, got, name)
-		if canonical { // sample.topk_cache has fields SampleResponse does not hold
+		if canonical { // sample.topk_cache has prompt_cache_hit_tokens, which SampleResponse does not hold
 			enc, err := got.MarshalProto()
 			require.NoError(t, err)
 			assert.Equal(t, readFixture(t, name+".pb"), enc, name)

@@ -23,7 +23,7 @@ func (r SampleResponse) MarshalProto() ([]byte, error) { return r.AppendProto(ni
 // int32, log-probs as float32 (rounded), a null prompt log-prob as NaN.
 // Empty logprobs and prompt_logprobs are left out (the SDK reads empty as
 // None). PolicyVersion and Type have no field in the message and are not
-// written; topk_prompt_logprobs and prompt_cache_hit_tokens are never set.
+// written; prompt_cache_hit_tokens is never set.
 // It fails, naming the field, on an unknown stop reason or a token id
 // outside int32.
 func (r SampleResponse) AppendProto(dst []byte) ([]byte, error) {
@@ -33,6 +33,9 @@ func (r SampleResponse) AppendProto(dst []byte) ([]byte, error) {
 	}
 	if len(r.PromptLogprobs) > 0 {
 		n += sizeMessage(2, 4*len(r.PromptLogprobs))
+	}
+	if r.TopKPromptLogprobs != nil {
+		n += sizeMessage(3, sizeTopKProto(r.TopKPromptLogprobs))
 	}
 	start := len(dst)
 	dst = slices.Grow(dst, n)
@@ -74,14 +77,20 @@ func (r SampleResponse) AppendProto(dst []byte) ([]byte, error) {
 			dst = binary.LittleEndian.AppendUint32(dst, math.Float32bits(v))
 		}
 	}
+	if r.TopKPromptLogprobs != nil {
+		dst = appendMessageHeader(dst, 3, sizeTopKProto(r.TopKPromptLogprobs))
+		if dst, err = appendTopKProto(dst, "topk_prompt_logprobs", r.TopKPromptLogprobs); err != nil {
+			return dst[:start], err
+		}
+	}
 	return dst, nil
 }
 
 // DecodeSampleResponseProto decodes a protobuf tinker_public.SampleResponse
 // as DecodeSampleResponse decodes the JSON one: a NaN prompt log-prob is
-// null, empty logprobs are absent (nil). topk_prompt_logprobs and
-// prompt_cache_hit_tokens have no field in SampleResponse and are skipped
-// (their wire types are still checked). Type is "sample"; PolicyVersion is nil.
+// null, empty logprobs are absent (nil), a top-k row of masked cells is
+// null. prompt_cache_hit_tokens has no field in SampleResponse and is
+// skipped (its wire type is still checked). Type is "sample"; PolicyVersion is nil.
 func DecodeSampleResponseProto(b []byte) (SampleResponse, error) {
 	r := SampleResponse{Type: "sample"}
 	var prompt []byte
@@ -104,12 +113,17 @@ func DecodeSampleResponseProto(b []byte) (SampleResponse, error) {
 				return r, err
 			}
 			r.Sequences = append(r.Sequences, s)
-		case 2, 3:
+		case 2:
 			if err := m.want(f, protowire.BytesType); err != nil {
 				return r, err
 			}
-			if f.num == 2 {
-				prompt = f.b
+			prompt = f.b
+		case 3:
+			if err := m.want(f, protowire.BytesType); err != nil {
+				return r, err
+			}
+			if r.TopKPromptLogprobs, err = decodeTopKProto("topk_prompt_logprobs", f.b); err != nil {
+				return r, err
 			}
 		case 4:
 			if err := m.want(f, protowire.VarintType); err != nil {

@@ -509,8 +509,8 @@ func DecodeSampleRequest(b []byte) (SampleRequest, error) {
 	if err != nil {
 		return r, err
 	}
-	if k < 0 || k > 1024 {
-		return r, fieldErr(o.at("topk_prompt_logprobs"), "%d out of range; want 0 to 1024", k)
+	if k < 0 || k > rl.MaxTopKPromptLogprobs {
+		return r, fieldErr(o.at("topk_prompt_logprobs"), "%d out of range; want 0 to %d", k, rl.MaxTopKPromptLogprobs)
 	}
 	r.TopKPromptLogprobs = int(k)
 	if r.MinPolicyVersion, err = o.optInt("min_policy_version"); err != nil {

@@ -280,7 +280,18 @@ type SampleResponse struct {
 	Sequences      []SampledSequence `json:"sequences"`
 	Type           string            `json:"type"`
 	PromptLogprobs []*float64        `json:"prompt_logprobs,omitempty"`
-	PolicyVersion  *int64            `json:"policy_version,omitempty"`
+	// TopKPromptLogprobs (when asked for): per prompt position null or the
+	// most likely tokens with their log-probs; see TopKEntry.
+	TopKPromptLogprobs [][]TopKEntry `json:"topk_prompt_logprobs,omitempty"`
+	PolicyVersion      *int64        `json:"policy_version,omitempty"`
+}
+
+// TopKToRL returns the top-k prompt log-probs in rl's form (nil when absent).
+func (r SampleResponse) TopKToRL() [][]rl.TokenLogprob {
+	if r.TopKPromptLogprobs == nil {
+		return nil
+	}
+	return topKToRL(r.TopKPromptLogprobs)
 }
 
 // SampleResponseFromRL converts an rl result; withPrompt includes prompt
@@ -296,6 +307,9 @@ func SampleResponseFromRL(out rl.SampleOutput, withPrompt bool) SampleResponse {
 			v := out.PromptLogprobs[i]
 			r.PromptLogprobs[i] = &v
 		}
+	}
+	if out.TopKPromptLogprobs != nil {
+		r.TopKPromptLogprobs = topKFromRL(out.TopKPromptLogprobs)
 	}
 	v := int64(out.Version)
 	r.PolicyVersion = &v
@@ -370,6 +384,13 @@ func DecodeSampleResponse(b []byte) (SampleResponse, error) {
 				return r, err
 			}
 			r.PromptLogprobs[i] = &f
+		}
+	}
+	if tl, found, err := o.list("topk_prompt_logprobs", false); err != nil {
+		return r, err
+	} else if found {
+		if r.TopKPromptLogprobs, err = decodeTopKJSON(o.at("topk_prompt_logprobs"), tl); err != nil {
+			return r, err
 		}
 	}
 	r.PolicyVersion, err = o.optInt("policy_version")

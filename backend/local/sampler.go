@@ -103,6 +103,25 @@ func (s *Sampler) Sample(ctx context.Context, prompt rl.ModelInput, n int, p rl.
 	for i, sq := range seqs {
 		out.Sequences[i] = rl.Sequence{Tokens: sq.Tokens, Logprobs: sq.Logprobs, StopReason: rl.StopReason(sq.StopReason)}
 	}
+	if k := p.TopKPromptLogprobs; k > 0 {
+		// A second pass over the prompt, under the same weights (the turn
+		// is held): top-k requests are rare (distillation), so the decode
+		// path stays as it is.
+		top, err := s.eng.PromptTopK(ctx, prompt.AllTokens(), k)
+		if err != nil {
+			return rl.SampleOutput{}, fmt.Errorf("local: sample: topk_prompt_logprobs: %w", err)
+		}
+		out.TopKPromptLogprobs = make([][]rl.TokenLogprob, len(top))
+		for i, row := range top {
+			if row == nil {
+				continue
+			}
+			out.TopKPromptLogprobs[i] = make([]rl.TokenLogprob, len(row))
+			for j, e := range row {
+				out.TopKPromptLogprobs[i][j] = rl.TokenLogprob{Token: e.Token, Logprob: e.Logprob}
+			}
+		}
+	}
 	return out, nil
 }
 

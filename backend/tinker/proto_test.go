@@ -328,3 +328,25 @@ func TestProtoChunking(t *testing.T) {
 	assert.InDelta(t, float64(n)*-servertest.LogProb(0, 0), out.Metrics["loss:sum"], 1e-6)
 	assert.Len(t, e.srv.StepLog(tr.ModelID()), 3, "three chunks, three seq_ids")
 }
+
+// Top-k prompt log-probs reach the caller in both modes (JSON [id, lp]
+// pairs; protobuf's dense matrices), the first position none.
+func TestTopKPromptLogprobs(t *testing.T) {
+	t.Parallel()
+	for name, mod := range map[string]func(*tinker.Options){"proto": nil, "json": forceJSON} {
+		e := newEnv(t, nil, mod)
+		out, err := e.c.NewSampler(base).Sample(context.Background(), rl.Tokens([]int{4, 5, 6}), 1, rl.SamplingParams{MaxTokens: 1, TopKPromptLogprobs: 2})
+		require.NoError(t, err, name)
+		want := [][]rl.TokenLogprob{nil, {{Token: 0, Logprob: servertest.LogProb(0, 0)}, {Token: 1, Logprob: servertest.LogProb(0, 1)}}, nil}
+		want[2] = want[1]
+		require.Len(t, out.TopKPromptLogprobs, 3, name)
+		assert.Nil(t, out.TopKPromptLogprobs[0], name)
+		for i := 1; i < 3; i++ {
+			require.Len(t, out.TopKPromptLogprobs[i], 2, name)
+			for j, e := range out.TopKPromptLogprobs[i] {
+				assert.Equal(t, want[i][j].Token, e.Token, name)
+				assert.InDelta(t, want[i][j].Logprob, e.Logprob, 1e-6, name)
+			}
+		}
+	}
+}

@@ -162,7 +162,7 @@ func (s *Sampler) sample(ctx context.Context, prompt rl.ModelInput, n int, p rl.
 		if err != nil {
 			return rl.SampleOutput{}, err
 		}
-		req := wire.SampleRequest{SamplingSessionID: session, SeqID: &seq, NumSamples: n, Prompt: prompt, SamplingParams: params, MinPolicyVersion: min, PromptLogprobs: p.PromptLogprobs}
+		req := wire.SampleRequest{SamplingSessionID: session, SeqID: &seq, NumSamples: n, Prompt: prompt, SamplingParams: params, MinPolicyVersion: min, PromptLogprobs: p.PromptLogprobs, TopKPromptLogprobs: p.TopKPromptLogprobs}
 		id, err := s.c.submitSample(ctx, req)
 		if err != nil {
 			return rl.SampleOutput{}, fmt.Errorf("tinker: sample: %w", err)
@@ -193,7 +193,7 @@ func (s *Sampler) sample(ctx context.Context, prompt rl.ModelInput, n int, p rl.
 		if r.PolicyVersion != nil {
 			v = policy.Version(*r.PolicyVersion)
 		}
-		out := rl.SampleOutput{Version: v, Sequences: make([]rl.Sequence, len(r.Sequences))}
+		out := rl.SampleOutput{Version: v, Sequences: make([]rl.Sequence, len(r.Sequences)), TopKPromptLogprobs: r.TopKToRL()}
 		for i, sq := range r.Sequences {
 			out.Sequences[i] = rl.Sequence{Tokens: sq.Tokens, Logprobs: sq.Logprobs, StopReason: sq.StopReason}
 		}

@@ -309,6 +309,16 @@ func (s *Sampler) Sample(ctx context.Context, prompt rl.ModelInput, n int, p rl.
 			out.PromptLogprobs[i] = LogProb(theta, int64(toks[i]))
 		}
 	}
+	if k := min(p.TopKPromptLogprobs, Vocab); k > 0 {
+		// LogProb falls with the token id (theta ≥ 0), so the top k are
+		// tokens 0 … k-1 at every position but the first.
+		out.TopKPromptLogprobs = make([][]rl.TokenLogprob, len(toks))
+		for i := 1; i < len(toks); i++ {
+			for t := range k {
+				out.TopKPromptLogprobs[i] = append(out.TopKPromptLogprobs[i], rl.TokenLogprob{Token: t, Logprob: LogProb(theta, int64(t))})
+			}
+		}
+	}
 	for i := range n {
 		seq := rl.Sequence{StopReason: rl.StopLength}
 		for j := range p.MaxTokens {
