@@ -124,12 +124,13 @@ func TestPEFTExportHF(t *testing.T) {
 	t.Parallel()
 	cfg := qwenLikeConfig()
 	cfg.TiedEmbed = false
-	lora := LoraConfig{Rank: 4, TrainAttn: true, TrainMLP: true}
+	lora := LoraConfig{Rank: 8, TrainAttn: true, TrainMLP: true}
 	ad, err := NewAdapter[float32](cfg, lora)
 	require.NoError(t, err)
 	randomizeAdapter(ad, 1, 0.1)
 	dir := t.TempDir()
 	require.NoError(t, SaveAdapter(dir, ad, "Qwen/Qwen3-0.6B"))
+	assert.Empty(t, checkVLLM(dir, cfg), "vLLM loads it")
 	raw, err := os.ReadFile(filepath.Join(dir, AdapterConfigFile))
 	require.NoError(t, err)
 	var pc map[string]any
@@ -143,10 +144,10 @@ func TestPEFTExportHF(t *testing.T) {
 	q, kv := cfg.QDim(), cfg.KVDim()
 	p := "base_model.model.model.layers.1."
 	for name, shape := range map[string][]int{
-		p + "self_attn.q_proj.lora_A.weight": {4, cfg.Dim}, p + "self_attn.q_proj.lora_B.weight": {q, 4},
-		p + "self_attn.k_proj.lora_B.weight": {kv, 4}, p + "self_attn.v_proj.lora_B.weight": {kv, 4},
-		p + "self_attn.o_proj.lora_A.weight": {4, q}, p + "self_attn.o_proj.lora_B.weight": {cfg.Dim, 4},
-		p + "mlp.down_proj.lora_A.weight": {4, cfg.Hidden},
+		p + "self_attn.q_proj.lora_A.weight": {8, cfg.Dim}, p + "self_attn.q_proj.lora_B.weight": {q, 8},
+		p + "self_attn.k_proj.lora_B.weight": {kv, 8}, p + "self_attn.v_proj.lora_B.weight": {kv, 8},
+		p + "self_attn.o_proj.lora_A.weight": {8, q}, p + "self_attn.o_proj.lora_B.weight": {cfg.Dim, 8},
+		p + "mlp.down_proj.lora_A.weight": {8, cfg.Hidden},
 	} {
 		require.Contains(t, f.Tensors, name)
 		assert.Equal(t, shape, f.Tensors[name].Shape, name)
