@@ -12,6 +12,7 @@ import (
 	"github.com/tandemrl/tandem/engine"
 	"github.com/tandemrl/tandem/policy"
 	"github.com/tandemrl/tandem/rl"
+	"github.com/tandemrl/tandem/tasks/arithmetic"
 )
 
 // backends are a job's in-process trainer and samplers on the embedded
@@ -19,6 +20,8 @@ import (
 // versions, and one checkpoint store in the run folder.
 type backends struct {
 	base     *engine.Model[float32]
+	name     string            // the base's name in checkpoints
+	w        arithmetic.Writer // how the task is written for the base
 	store    *checkpoint.Store
 	shelf    *local.Shelf
 	trainer  *local.Trainer
@@ -27,7 +30,8 @@ type backends struct {
 
 // newBackends opens the checkpoint store under dir and starts the trainer
 // and cfg.Samplers samplers on base. Call close when done.
-func newBackends(cfg Config, base *engine.Model[float32], dir string) (*backends, error) {
+func newBackends(cfg Config, mdl *model, dir string) (*backends, error) {
+	base := mdl.base
 	store, err := checkpoint.Open(filepath.Join(dir, "checkpoints"))
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint store: %w", err)
@@ -36,11 +40,11 @@ func newBackends(cfg Config, base *engine.Model[float32], dir string) (*backends
 	// the final one) for the evaluation after the run.
 	shelf := &local.Shelf{Keep: cfg.RL.Steps + 4}
 	trainer, err := local.NewTrainer(base, local.TrainerOptions{Run: cfg.Name, Threads: cfg.TrainerThreads, Lora: cfg.Lora,
-		Shelf: shelf, Store: store, BaseModel: basemodel.Name})
+		Shelf: shelf, Store: store, BaseModel: mdl.name})
 	if err != nil {
 		return nil, fmt.Errorf("trainer: %w", err)
 	}
-	b := &backends{base: base, store: store, shelf: shelf, trainer: trainer, samplers: make([]rl.Sampler, cfg.Samplers)}
+	b := &backends{base: base, name: mdl.name, w: mdl.w, store: store, shelf: shelf, trainer: trainer, samplers: make([]rl.Sampler, cfg.Samplers)}
 	for i := range b.samplers {
 		s, err := local.NewSampler(base, local.SamplerOptions{Threads: cfg.SamplerThreads, Shelf: shelf, Store: store,
 			Seed: uint64(cfg.RL.Seed) + uint64(i)})
@@ -97,7 +101,7 @@ func (b *backends) saveFinalSampler(ctx context.Context, run string) error {
 func (b *backends) persistSampler(ctx context.Context, ref policy.Ref) error {
 	_, err := b.trainer.Do(ctx, func(ctx context.Context, eng *engine.Trainer[float32]) error {
 		_, err := b.store.Save(ctx, checkpoint.Meta{Run: ref.Run, Name: ref.Name, Kind: policy.SamplerWeights, Version: ref.Version,
-			Step: int64(ref.Version), BaseModel: basemodel.Name}, func(dir string) error { return eng.SaveAdapter(dir) })
+			Step: int64(ref.Version), BaseModel: b.name}, func(dir string) error { return eng.SaveAdapter(dir) })
 		return err
 	}).Wait(ctx)
 	return err

@@ -45,6 +45,13 @@ type Config struct {
 	Samplers int `json:"samplers"`
 	// BaseModel is a base weights file; empty means the shipped one.
 	BaseModel string `json:"base_model,omitempty"`
+	// Model is a Hugging Face model folder (config.json, safetensors,
+	// tokenizer.json) to train instead; the task's prompts are then user
+	// turns rendered by Renderer (default: the folder's chat template, else
+	// role_colon), replies parsed back by it, and sampling stops at its stop
+	// tokens and the model's EOS ids.
+	Model    string `json:"model,omitempty"`
+	Renderer string `json:"renderer,omitempty"`
 	// EvalEvery snapshots the policy every this many steps for held-out
 	// evaluation after the run (0 = only the base and the final policy).
 	EvalEvery int `json:"eval_every"`
@@ -176,6 +183,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("target_accuracy %v must be in [0, 1]", c.TargetAccuracy)
 	case c.FormatWeight < 0:
 		return fmt.Errorf("format_weight %v must be ≥ 0", c.FormatWeight)
+	case c.Model != "" && c.BaseModel != "":
+		return fmt.Errorf("model %q and base_model %q both name the base; set one", c.Model, c.BaseModel)
+	case c.Renderer != "" && c.Model == "":
+		return fmt.Errorf("renderer %q needs model (a Hugging Face folder); the shipped model is not a chat model", c.Renderer)
 	}
 	if p := c.RewardPlugin; p != nil {
 		if (len(p.Command) == 0) == (p.URL == "") {

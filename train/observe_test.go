@@ -153,14 +153,14 @@ func TestRewardIsTheTasksPlusThePlugin(t *testing.T) {
 	p := arithmetic.Problem{A: 1, B: 2}
 	s := reward.Sample{Prompt: p.PromptTokens(), Text: " 3\n", Reference: p.Reference()}
 	f := &fakeScorer{}
-	fn := arithmetic.Reward(DefaultConfig().FormatWeight, pluginTerm(2, f))
+	fn := arithmetic.Reward(DefaultConfig().FormatWeight, pluginTerm(2, f, arithmetic.Decode))
 	got, err := fn(ctx, s)
 	require.NoError(t, err)
 	assert.InDelta(t, 1+DefaultConfig().FormatWeight+2*0.5, got, 1e-12)
 	assert.Equal(t, []plugin.Request{{Prompt: p.Prompt(), Completion: " 3\n", Answer: "3"}}, f.got, "the plugin sees the prompt's text")
 
 	assert.Equal(t, arithmetic.FormatWeight, DefaultConfig().FormatWeight, "the job's default is the task's")
-	plain, stop, err := newReward(DefaultConfig())
+	plain, stop, err := newReward(DefaultConfig(), &model{w: arithmetic.Char{}, decodePrompt: arithmetic.Decode})
 	require.NoError(t, err)
 	defer stop()
 	got, err = plain(ctx, s)

@@ -87,10 +87,11 @@ func Run(ctx context.Context, cfg Config, hooks Hooks) (Summary, error) {
 	if err := cfg.Validate(); err != nil {
 		return Summary{}, fmt.Errorf("train: config: %w", err)
 	}
-	base, err := loadBase(cfg.BaseModel)
+	mdl, err := loadModel(cfg)
 	if err != nil {
 		return Summary{}, fmt.Errorf("train: base model: %w", err)
 	}
+	cfg.RL.Sampling = mdl.sampling(cfg.RL.Sampling)
 	dir, err := newRunDir(cfg.Dir, cfg.Name)
 	if err != nil {
 		return Summary{}, fmt.Errorf("train: run folder: %w", err)
@@ -101,12 +102,12 @@ func Run(ctx context.Context, cfg Config, hooks Hooks) (Summary, error) {
 		return sum, fmt.Errorf("train: run log: %w", err)
 	}
 	defer rlog.Close()
-	fn, stopReward, err := newReward(cfg)
+	fn, stopReward, err := newReward(cfg, mdl)
 	if err != nil {
 		return sum, fmt.Errorf("train: reward: %w", err)
 	}
 	defer stopReward()
-	be, err := newBackends(cfg, base, dir)
+	be, err := newBackends(cfg, mdl, dir)
 	if err != nil {
 		return sum, fmt.Errorf("train: backends: %w", err)
 	}
@@ -123,7 +124,7 @@ func Run(ctx context.Context, cfg Config, hooks Hooks) (Summary, error) {
 	obs := newObserver(cfg, rlog, hooks)
 	registry := &policy.Registry{}
 	led := &ledger.Ledger{}
-	lp, err := newLoop(cfg, be, fn, registry, obs, led)
+	lp, err := newLoop(cfg, mdl, be, fn, registry, obs, led)
 	if err != nil {
 		return sum, fmt.Errorf("train: loop: %w", err)
 	}
@@ -172,16 +173,20 @@ func newSummary(cfg Config, dir string) Summary {
 // trainer scoring the KL penalty's base log-probs itself, on the task's
 // training dataset shuffled with the run's seed and scored by fn. Every
 // published version is recorded in registry; obs sees every step.
-func newLoop(cfg Config, be *backends, fn reward.Func, registry *policy.Registry, obs *observer, led *ledger.Ledger) (*loop.Loop, error) {
+func newLoop(cfg Config, mdl *model, be *backends, fn reward.Func, registry *policy.Registry, obs *observer, led *ledger.Ledger) (*loop.Loop, error) {
 	grpo, err := algo.New(cfg.Algo, be.trainer)
 	if err != nil {
 		return nil, fmt.Errorf("algorithm: %w", err)
 	}
+	data, err := arithmetic.DatasetFor(mdl.w, cfg.RL.Seed, fn)
+	if err != nil {
+		return nil, fmt.Errorf("dataset: %w", err)
+	}
 	rlc := cfg.RL
 	rlc.Run = cfg.Name
 	return loop.New(rlc, loop.Deps{
-		Trainer: be.trainer, Samplers: be.samplers, Dataset: arithmetic.Dataset(cfg.RL.Seed, fn), Algorithm: grpo,
-		Registry: registry, Observer: obs.observe, Decode: arithmetic.Decode, Logger: obs.hooks.Logger,
+		Trainer: be.trainer, Samplers: be.samplers, Dataset: data, Algorithm: grpo,
+		Registry: registry, Observer: obs.observe, Decode: mdl.w.Decode, Logger: obs.hooks.Logger,
 		Ledger: led,
 	})
 }

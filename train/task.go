@@ -25,32 +25,36 @@ type scorer interface {
 
 // pluginTerm is the reward term that asks plug to score a sample, with the
 // given weight.
-func pluginTerm(weight float64, plug scorer) reward.Term {
+func pluginTerm(weight float64, plug scorer, decodePrompt func([]int) string) reward.Term {
 	return reward.Term{Weight: weight, Func: func(ctx context.Context, s reward.Sample) (float64, error) {
-		return plug.Score(ctx, plugin.Request{Prompt: arithmetic.Decode(s.Prompt), Completion: s.Text, Answer: s.Reference})
+		return plug.Score(ctx, plugin.Request{Prompt: decodePrompt(s.Prompt), Completion: s.Text, Answer: s.Reference})
 	}}
 }
 
 // newReward is the task's reward with the job's format weight, plus the
 // reward plugin's term when the job configures one. stop ends the plugin
 // (a no-op without one); call it when the run is over.
-func newReward(cfg Config) (fn reward.Func, stop func(), err error) {
+func newReward(cfg Config, mdl *model) (fn reward.Func, stop func(), err error) {
+	task := arithmetic.Reward
+	if mdl.chat {
+		task = arithmetic.ChatReward
+	}
 	p := cfg.RewardPlugin
 	if p == nil {
-		return arithmetic.Reward(cfg.FormatWeight), func() {}, nil
+		return task(cfg.FormatWeight), func() {}, nil
 	}
 	if len(p.Command) > 0 {
 		pr, err := plugin.NewProc(plugin.ProcConfig{Command: p.Command, Timeout: p.Timeout})
 		if err != nil {
 			return nil, nil, fmt.Errorf("plugin %q: %w", p.Command, err)
 		}
-		return arithmetic.Reward(cfg.FormatWeight, pluginTerm(p.Weight, pr)), func() { _ = pr.Close() }, nil
+		return task(cfg.FormatWeight, pluginTerm(p.Weight, pr, mdl.decodePrompt)), func() { _ = pr.Close() }, nil
 	}
 	h, err := plugin.NewHTTP(plugin.HTTPConfig{URL: p.URL, Timeout: p.Timeout})
 	if err != nil {
 		return nil, nil, fmt.Errorf("plugin %s: %w", p.URL, err)
 	}
-	return arithmetic.Reward(cfg.FormatWeight, pluginTerm(p.Weight, h)), func() {}, nil
+	return task(cfg.FormatWeight, pluginTerm(p.Weight, h, mdl.decodePrompt)), func() {}, nil
 }
 
 // heldOut returns the first n held-out problems.
@@ -75,7 +79,7 @@ func (b *backends) evaluate(ctx context.Context, ref *policy.Ref, cfg Config, he
 			return 0, fmt.Errorf("load %s: %w", ref.URI, err)
 		}
 	}
-	res, err := arithmetic.Evaluate(ctx, s, held, cfg.RL.Sampling, cfg.RL.Seed*7919, 1)
+	res, err := arithmetic.EvaluateWith(ctx, s, b.w, held, cfg.RL.Sampling, cfg.RL.Seed*7919, 1)
 	return res.Accuracy, err
 }
 

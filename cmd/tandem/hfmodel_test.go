@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -56,4 +57,44 @@ func TestExportHFThenSampleModel(t *testing.T) {
 		require.Error(t, err, *args)
 		assert.Contains(t, err.Error(), want, *args)
 	}
+}
+
+// train -model trains a Hugging Face folder on the arithmetic task
+// rendered as a chat (role_colon here: the exported folder has no chat
+// template); on-policy, the sampler's log-probs are the trainer's, and the
+// final adapter samples with sample -model.
+func TestTrainHFModel(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "hf")
+	_, _, err := runCLI("export", "-hf", dir)
+	require.NoError(t, err)
+	runs := t.TempDir()
+	out, _, err := runCLI("train", "-model", dir, "-dir", runs, "-steps", "2", "-groups", "2", "-group-size", "2",
+		"-max-tokens", "6", "-eval-problems", "2", "-max-staleness", "0", "-quiet")
+	require.NoError(t, err)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	var sum struct {
+		Steps          int     `json:"steps"`
+		MeanLogprobGap float64 `json:"mean_logprob_gap"`
+		Checkpoint     string  `json:"checkpoint"`
+		Dir            string  `json:"dir"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(lines[len(lines)-1]), &sum))
+	assert.Equal(t, 2, sum.Steps)
+	assert.Less(t, sum.MeanLogprobGap, 1e-4, "synchronous: the sampler's log-probs are the trainer's")
+	store := filepath.Join(sum.Dir, "checkpoints")
+	out, _, err = runCLI("sample", "-model", dir, "-checkpoint", "tinker://arith-grpo/sampler_weights/final", "-store", store, "-n", "2", "-max-tokens", "3", "-json")
+	require.NoError(t, err)
+	var smp struct {
+		Renderer string
+		Samples  []any
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &smp))
+	assert.Len(t, smp.Samples, 2)
+	assert.Equal(t, "role_colon", smp.Renderer)
+
+	_, _, err = runCLI("train", "-model", dir, "-base", "x.safetensors", "-dir", runs, "-quiet")
+	require.ErrorContains(t, err, "both name the base")
+	_, _, err = runCLI("train", "-renderer", "qwen3", "-dir", runs, "-quiet")
+	require.ErrorContains(t, err, "needs model")
 }

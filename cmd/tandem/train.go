@@ -51,6 +51,8 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.String("plugin-url", "", "reward plugin HTTP endpoint, added as a reward term")
 	fs.Float64("plugin-weight", 1, "weight of the plugin's reward term")
 	fs.String("base", "", "base weights file (default: the shipped model)")
+	fs.String("model", "", "a Hugging Face model folder to train instead (the arithmetic task rendered as a chat by -renderer)")
+	fs.String("renderer", "", "with -model: chat renderer (default: the folder's chat template, else role_colon)")
 	otel := fs.String("otel", os.Getenv("TANDEM_OTEL"), otelHelp)
 	quiet := fs.Bool("quiet", false, "print only the summary")
 	if err := parseFlags(fs, args); err != nil {
@@ -169,6 +171,10 @@ func applyFlag(c *train.Config, f *flag.Flag) {
 		c.RewardPlugin.Weight = g.(float64)
 	case "base":
 		c.BaseModel = g.(string)
+	case "model":
+		c.Model = g.(string)
+	case "renderer":
+		c.Renderer = g.(string)
 	}
 }
 

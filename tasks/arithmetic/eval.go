@@ -33,6 +33,12 @@ type graded struct {
 // and is returned, naming its problem. Every goroutine it starts has ended
 // when it returns.
 func Evaluate(ctx context.Context, s rl.Sampler, problems []Problem, params rl.SamplingParams, seed int64, parallel int) (EvalResult, error) {
+	return EvaluateWith(ctx, s, Char{}, problems, params, seed, parallel)
+}
+
+// EvaluateWith is Evaluate with the prompts and completions written by w
+// (Chat for a chat model; params then carries its renderer's stops).
+func EvaluateWith(ctx context.Context, s rl.Sampler, w Writer, problems []Problem, params rl.SamplingParams, seed int64, parallel int) (EvalResult, error) {
 	res := EvalResult{Problems: len(problems), Version: -1}
 	if len(problems) == 0 {
 		return res, nil
@@ -42,7 +48,7 @@ func Evaluate(ctx context.Context, s rl.Sampler, problems []Problem, params rl.S
 		WithMaxGoroutines(max(1, min(parallel, len(problems))))
 	for i, pr := range problems {
 		p.Go(func(ctx context.Context) error {
-			g, err := evalOne(ctx, s, pr, params, seed+int64(i))
+			g, err := evalOne(ctx, s, w, pr, params, seed+int64(i))
 			if err != nil {
 				return fmt.Errorf("arithmetic: evaluate %v: %w", pr, err)
 			}
@@ -69,18 +75,22 @@ func Evaluate(ctx context.Context, s rl.Sampler, problems []Problem, params rl.S
 }
 
 // evalOne samples and grades one completion of p.
-func evalOne(ctx context.Context, s rl.Sampler, p Problem, params rl.SamplingParams, seed int64) (graded, error) {
+func evalOne(ctx context.Context, s rl.Sampler, w Writer, p Problem, params rl.SamplingParams, seed int64) (graded, error) {
 	if err := ctx.Err(); err != nil {
 		return graded{}, context.Cause(ctx)
 	}
 	params.Seed = &seed
-	o, err := s.Sample(ctx, rl.Tokens(p.PromptTokens()), 1, params)
+	ids, err := w.PromptTokens(p)
+	if err != nil {
+		return graded{}, err
+	}
+	o, err := s.Sample(ctx, rl.Tokens(ids), 1, params)
 	if err != nil {
 		return graded{}, err
 	}
 	if len(o.Sequences) != 1 {
 		return graded{}, fmt.Errorf("sampler returned %d sequences for n = 1", len(o.Sequences))
 	}
-	c, f := Grade(p, Decode(o.Sequences[0].Tokens))
+	c, f := Grade(p, w.Decode(o.Sequences[0].Tokens))
 	return graded{correct: c, wellFormed: f, version: o.Version}, nil
 }

@@ -3,7 +3,6 @@ package arithmetic
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"strconv"
 
 	"github.com/tandemrl/tandem/engine"
@@ -136,11 +135,9 @@ const datasetStream = 0xa417
 // with seed, as Problems scored by fn, served epoch after epoch without
 // end. The same seed gives the same order.
 func Dataset(seed int64, fn reward.Func) *rollout.SliceDataset {
-	train, _ := Split()
-	rng := rand.New(rand.NewPCG(uint64(seed), datasetStream))
-	shuffled := make([]Problem, len(train))
-	for i, j := range rng.Perm(len(train)) {
-		shuffled[i] = train[j]
+	d, err := DatasetFor(Char{}, seed, fn)
+	if err != nil {
+		panic(err) // cannot happen: Char writes every problem
 	}
-	return rollout.NewSliceDataset(Problems(shuffled, fn), 0, -1)
+	return d
 }
