@@ -2,6 +2,7 @@ package wire
 
 import (
 	"encoding/binary"
+	"iter"
 	"math"
 	"strconv"
 	"unicode/utf8"
@@ -118,6 +119,31 @@ func (m *pbMsg) next() (f pbField, ok bool, err error) {
 	return f, false, nil
 }
 
+// fields yields the message's fields in order (see next); an error ends
+// the iteration, yielded with the field it stopped at. The caller returns
+// on it:
+//
+//	for f, err := range m.fields() {
+//		if err != nil {
+//			return err
+//		}
+//		switch f.num { … }
+//	}
+func (m *pbMsg) fields() iter.Seq2[pbField, error] {
+	return func(yield func(pbField, error) bool) {
+		for {
+			f, ok, err := m.next()
+			if err != nil {
+				yield(f, err)
+				return
+			}
+			if !ok || !yield(f, nil) {
+				return
+			}
+		}
+	}
+}
+
 // want checks that f has wire type t.
 func (m *pbMsg) want(f pbField, t protowire.Type) error {
 	if f.typ != t {
@@ -180,9 +206,8 @@ func wireTypeName(t protowire.Type) string {
 func mapEntry(path string, f pbField, valueType protowire.Type) (key string, val pbField, err error) {
 	m := pbMsg{path: path, names: []string{1: "key", 2: "value"}, b: f.b}
 	val = pbField{typ: valueType}
-	for {
-		e, ok, err := m.next()
-		if err != nil || !ok {
+	for e, err := range m.fields() {
+		if err != nil {
 			return key, val, err
 		}
 		switch e.num {
@@ -197,6 +222,7 @@ func mapEntry(path string, f pbField, valueType protowire.Type) (key string, val
 			val = e
 		}
 	}
+	return key, val, nil
 }
 
 // doubleMapEntry reads one entry of a map<string, double> field into out.

@@ -192,13 +192,9 @@ func DecodeForwardBackwardOutputProto(b []byte) (ForwardBackwardOutput, error) {
 	w := ForwardBackwardOutput{Metrics: map[string]float64{}}
 	var records [][]byte
 	m := pbMsg{names: pbFBOutputFields, b: b}
-	for {
-		f, ok, err := m.next()
+	for f, err := range m.fields() {
 		if err != nil {
 			return w, err
-		}
-		if !ok {
-			break
 		}
 		switch f.num {
 		case 1:
@@ -243,13 +239,9 @@ func decodeRecordProto(path string, b []byte, out []map[string]rl.TensorData) ([
 		keys   []string
 	)
 	m := pbMsg{path: path, names: pbRecordFields, b: b}
-	for {
-		f, ok, err := m.next()
+	for f, err := range m.fields() {
 		if err != nil {
 			return out, err
-		}
-		if !ok {
-			break
 		}
 		switch f.num {
 		case 1:
@@ -305,13 +297,9 @@ func decodeRecordProto(path string, b []byte, out []map[string]rl.TensorData) ([
 func decodeBatchedProto(path string, b []byte) (*pbBatched, error) {
 	bt := &pbBatched{}
 	m := pbMsg{path: path, names: pbBatchedFields, b: b}
-	for {
-		f, ok, err := m.next()
+	for f, err := range m.fields() {
 		if err != nil {
 			return nil, err
-		}
-		if !ok {
-			return bt, nil
 		}
 		switch f.num {
 		case 1, 2:
@@ -334,6 +322,7 @@ func decodeBatchedProto(path string, b []byte) (*pbBatched, error) {
 			}
 		}
 	}
+	return bt, nil
 }
 
 // sliceBatched checks bt and stores its per-datum tensors in datums under key.

@@ -37,13 +37,9 @@ func DecodeForwardBackwardRequestProto(b []byte) (ForwardBackwardRequest, error)
 		config    map[string]float64
 	)
 	m := pbMsg{names: pbFBRequestFields, b: b}
-	for {
-		f, ok, err := m.next()
+	for f, err := range m.fields() {
 		if err != nil {
 			return r, err
-		}
-		if !ok {
-			break
 		}
 		switch f.num {
 		case 1:
@@ -122,13 +118,9 @@ func decodeDatumProto(path string, b []byte) (rl.Datum, error) {
 	d := rl.Datum{LossFnInputs: map[string]rl.TensorData{}}
 	var chunks [][]byte
 	m := pbMsg{path: path, names: pbDatumFields, b: b}
-	for {
-		f, ok, err := m.next()
+	for f, err := range m.fields() {
 		if err != nil {
 			return d, err
-		}
-		if !ok {
-			break
 		}
 		switch f.num {
 		case 1:
@@ -188,13 +180,9 @@ func decodeChunkProto(path string, b []byte) ([]int, error) {
 		tokens []byte
 	)
 	m := pbMsg{path: path, names: pbChunkFields, b: b}
-	for {
-		f, ok, err := m.next()
+	for f, err := range m.fields() {
 		if err != nil {
 			return nil, err
-		}
-		if !ok {
-			break
 		}
 		if f.num < 1 || f.num > 3 {
 			continue
@@ -211,13 +199,9 @@ func decodeChunkProto(path string, b []byte) ([]int, error) {
 		}
 		// EncodedTextChunk; a second occurrence merges into the first.
 		tm := pbMsg{path: join(path, "encoded_text"), names: pbTextFields, b: f.b}
-		for {
-			tf, ok, err := tm.next()
+		for tf, err := range tm.fields() {
 			if err != nil {
 				return nil, err
-			}
-			if !ok {
-				break
 			}
 			if tf.num == 1 {
 				if err := tm.want(tf, protowire.BytesType); err != nil {
@@ -245,13 +229,9 @@ func decodeTensorProto(path string, b []byte) (rl.TensorData, error) {
 		dims   []int64
 	)
 	m := pbMsg{path: path, names: pbTensorFields, b: b}
-	for {
-		f, ok, err := m.next()
+	for f, err := range m.fields() {
 		if err != nil {
 			return rl.TensorData{}, err
-		}
-		if !ok {
-			break
 		}
 		switch f.num {
 		case 1, 2:
@@ -432,9 +412,8 @@ func appendDatumProto(dst []byte, path string, d rl.Datum) ([]byte, error) {
 func DecodeTrainingHeaderProto(b []byte) (TrainingHeader, error) {
 	var h TrainingHeader
 	m := pbMsg{names: pbFBRequestFields, b: b}
-	for {
-		f, ok, err := m.next()
-		if err != nil || !ok {
+	for f, err := range m.fields() {
+		if err != nil {
 			break
 		}
 		switch {

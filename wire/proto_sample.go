@@ -95,13 +95,9 @@ func DecodeSampleResponseProto(b []byte) (SampleResponse, error) {
 	r := SampleResponse{Type: "sample"}
 	var prompt []byte
 	m := pbMsg{names: pbSampleFields, b: b}
-	for {
-		f, ok, err := m.next()
+	for f, err := range m.fields() {
 		if err != nil {
 			return r, err
-		}
-		if !ok {
-			break
 		}
 		switch f.num {
 		case 1:
@@ -158,13 +154,9 @@ func decodeSequenceProto(path string, b []byte) (SampledSequence, error) {
 		logprobs []byte
 	)
 	m := pbMsg{path: path, names: pbSequenceFields, b: b}
-	for {
-		f, ok, err := m.next()
+	for f, err := range m.fields() {
 		if err != nil {
 			return s, err
-		}
-		if !ok {
-			break
 		}
 		switch f.num {
 		case 1:

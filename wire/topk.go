@@ -144,13 +144,9 @@ func decodeTopKProto(path string, b []byte) ([][]TopKEntry, error) {
 		k, n     uint64
 	)
 	m := pbMsg{path: path, names: pbTopKFields, b: b}
-	for {
-		f, ok, err := m.next()
+	for f, err := range m.fields() {
 		if err != nil {
 			return nil, err
-		}
-		if !ok {
-			break
 		}
 		switch f.num {
 		case 1, 2:
