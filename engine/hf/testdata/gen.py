@@ -31,6 +31,11 @@ the rounded weights, widened to float64.
 
 Deterministic: fixed seeds, sorted JSON keys, repr floats; regenerating
 gives the same bytes.
+
+  gen.py --qwen3-0.6b DIR  writes one more case, not committed: random BF16
+  weights in Qwen3-0.6B's real shapes (1.5 GB, with the duplicate lm_head
+  the real file holds) and a golden sequence of 40 tokens, for checking
+  tandem serve -model at full size (about 10 GB of memory, a few minutes).
 """
 
 import json
@@ -378,10 +383,10 @@ def qwen2_bias_flags(c):
     return b, b, False
 
 
-def gen_case(case):
+def gen_case(case, out=None, n_seqs=N_SEQS, seq_len=SEQ_LEN):
     c = case["config"]
     dt = case["dtype"]
-    out = os.path.join(HERE, case["name"])
+    out = out or os.path.join(HERE, case["name"])
     os.makedirs(out, exist_ok=True)
     for f in os.listdir(out):
         os.remove(os.path.join(out, f))
@@ -421,17 +426,34 @@ def gen_case(case):
 
     tg = torch.Generator().manual_seed(2000 + case["seed"])
     seqs = []
-    for _ in range(N_SEQS):
-        toks = torch.randint(0, c["vocab_size"], (SEQ_LEN,), generator=tg).tolist()
+    for _ in range(n_seqs):
+        toks = torch.randint(0, c["vocab_size"], (seq_len,), generator=tg).tolist()
         lp = forward(c, ref, toks)
-        seqs.append({"tokens": toks, "logprobs": [lp[j, toks[j + 1]].item() for j in range(SEQ_LEN - 1)]})
+        seqs.append({"tokens": toks, "logprobs": [lp[j, toks[j + 1]].item() for j in range(seq_len - 1)]})
     write_json(os.path.join(out, "golden.json"), {
         "case": case["name"], "dtype": dt, "sequences": seqs,
         "note": "logprobs[j] = log p(tokens[j+1] | tokens[:j+1]), float64 reference, see ../gen.py"})
 
 
+# Qwen3-0.6B's real shapes (its config.json), random BF16 weights with the
+# duplicate lm_head the real file carries: not committed (1.5 GB); written
+# by  gen.py --qwen3-0.6b DIR  for the full-size check of tandem serve -model.
+QWEN3_06B = dict(name="qwen3-0.6b", dtype="BF16", seed=20, duplicate_head=True, config=base_config(
+    "qwen3", "Qwen3ForCausalLM", vocab_size=151936, hidden_size=1024, intermediate_size=3072,
+    num_hidden_layers=28, num_attention_heads=16, num_key_value_heads=8, head_dim=128,
+    max_position_embeddings=40960, max_window_layers=28, rms_norm_eps=1e-6, rope_theta=1000000.0,
+    rope_scaling=None, sliding_window=None, use_sliding_window=False, tie_word_embeddings=True,
+    attention_bias=False, torch_dtype="bfloat16", bos_token_id=151643, eos_token_id=151645))
+
+
 def main():
+    import sys
     torch.set_num_threads(1)
+    if len(sys.argv) == 3 and sys.argv[1] == "--qwen3-0.6b":
+        torch.set_num_threads(os.cpu_count() or 1)
+        gen_case(QWEN3_06B, out=sys.argv[2], n_seqs=1, seq_len=40)
+        print("wrote", sys.argv[2])
+        return
     for case in CASES:
         gen_case(case)
         print("wrote", case["name"])
