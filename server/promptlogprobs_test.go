@@ -23,14 +23,7 @@ import (
 // are the trainer's forward log-probs of the same tokens, the first null.
 func TestPromptLogprobsAreTheForwardLogprobs(t *testing.T) {
 	t.Parallel()
-	st, err := checkpoint.Open(t.TempDir())
-	require.NoError(t, err)
-	m := enginetest.Model(t, 2, 32, 7)
-	be, err := localbackend.New(localbackend.Options{Bases: map[string]*engine.Model[float32]{base: m}, Store: st})
-	require.NoError(t, err)
-	h := newHarnessWith(t, func(c *server.Config) {
-		c.Models = []server.ModelSpec{{Name: base, VocabSize: m.Config.Vocab, MaxContextLength: m.Config.Context}}
-	}, func(o *server.Options) { o.Backend = be })
+	h := newEngineHarness(t)
 	sess := h.session(keyA)
 	model := h.model(keyA, sess, 0)
 
@@ -72,6 +65,20 @@ func TestPromptLogprobsAreTheForwardLogprobs(t *testing.T) {
 	assert.Empty(t, sr.PromptLogprobs)
 }
 
+// newEngineHarness is a harness whose backend is the embedded engine on a
+// small random model named base.
+func newEngineHarness(t *testing.T) *harness {
+	t.Helper()
+	st, err := checkpoint.Open(t.TempDir())
+	require.NoError(t, err)
+	m := enginetest.Model(t, 2, 32, 7)
+	be, err := localbackend.New(localbackend.Options{Bases: map[string]*engine.Model[float32]{base: m}, Store: st})
+	require.NoError(t, err)
+	return newHarnessWith(t, func(c *server.Config) {
+		c.Models = []server.ModelSpec{{Name: base, VocabSize: m.Config.Vocab, MaxContextLength: m.Config.Context}}
+	}, func(o *server.Options) { o.Backend = be })
+}
+
 func ints(v []int) string {
 	b, _ := json.Marshal(v)
 	return string(b)
@@ -83,14 +90,7 @@ func ints(v []int) string {
 // forward gives it; the first position null; in JSON and in protobuf.
 func TestTopKPromptLogprobs(t *testing.T) {
 	t.Parallel()
-	st, err := checkpoint.Open(t.TempDir())
-	require.NoError(t, err)
-	m := enginetest.Model(t, 2, 32, 7)
-	be, err := localbackend.New(localbackend.Options{Bases: map[string]*engine.Model[float32]{base: m}, Store: st})
-	require.NoError(t, err)
-	h := newHarnessWith(t, func(c *server.Config) {
-		c.Models = []server.ModelSpec{{Name: base, VocabSize: m.Config.Vocab, MaxContextLength: m.Config.Context}}
-	}, func(o *server.Options) { o.Backend = be })
+	h := newEngineHarness(t)
 	prompt := []int{engine.BOS, 20, 14, 21, 3, 30}
 	const k = 5
 	body := fmt.Sprintf(`{"base_model":%q,"num_samples":1,"prompt":{"chunks":[{"tokens":%s}]},
