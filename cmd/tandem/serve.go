@@ -90,13 +90,18 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if f.publicURL == "" {
 		f.publicURL = "http://" + ln.Addr().String()
 	}
-	srv, archives, log, err := newServer(ctx, f, stderr)
+	srv, archives, oa, log, err := newServer(ctx, f, stderr)
 	if err != nil {
 		ln.Close()
 		return err
 	}
 	mux := http.NewServeMux()
 	mux.Handle(archivePrefix+"/", http.StripPrefix(archivePrefix, archives))
+	if oa != nil {
+		for _, p := range openAIPaths {
+			mux.Handle(p, oa)
+		}
+	}
 	mux.Handle("/", srv)
 	fmt.Fprintf(stdout, "%s%s (role %s, store %s)\n", ListeningPrefix, ln.Addr(), f.role, f.store)
 	return errors.Join(srv.ServeHandler(ctx, ln, mux), log.Close())
@@ -136,18 +141,19 @@ func isLoopback(host string) bool {
 }
 
 // newServer loads the base model, opens the store and its step log, and
-// builds the server; the caller closes the step log after serving.
-func newServer(ctx context.Context, f serveFlags, stderr io.Writer) (*server.Server, http.Handler, *steplog.Writer, error) {
+// builds the server and, for roles that sample, its OpenAI-compatible
+// surface (nil otherwise); the caller closes the step log after serving.
+func newServer(ctx context.Context, f serveFlags, stderr io.Writer) (*server.Server, http.Handler, http.Handler, *steplog.Writer, error) {
 	var (
 		base        *engine.Model[float32]
+		md          *modelDir
 		tokenizerID string
 		err         error
 	)
 	switch {
 	case f.model != "" && f.base != "":
-		return nil, nil, nil, usagef("serve: -model and -base both name a base model; give one")
+		return nil, nil, nil, nil, usagef("serve: -model and -base both name a base model; give one")
 	case f.model != "":
-		var md *modelDir
 		if md, err = loadModelDir(f.model, f.maxContext); err == nil {
 			base, tokenizerID = md.model, md.dir
 			if f.baseName == "" {
@@ -166,14 +172,14 @@ func newServer(ctx context.Context, f serveFlags, stderr io.Writer) (*server.Ser
 		}
 	}
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("serve: base model: %w", err)
+		return nil, nil, nil, nil, fmt.Errorf("serve: base model: %w", err)
 	}
 	if err := os.MkdirAll(f.store, 0o755); err != nil {
-		return nil, nil, nil, fmt.Errorf("serve: store: %w", err)
+		return nil, nil, nil, nil, fmt.Errorf("serve: store: %w", err)
 	}
 	st, err := checkpoint.Open(f.store)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("serve: store: %w", err)
+		return nil, nil, nil, nil, fmt.Errorf("serve: store: %w", err)
 	}
 	if n, err := st.Clean(ctx, staleTemp); err != nil {
 		fmt.Fprintf(stderr, "tandem serve: cleaning %s: %v\n", f.store, err)
@@ -181,7 +187,7 @@ func newServer(ctx context.Context, f serveFlags, stderr io.Writer) (*server.Ser
 		fmt.Fprintf(stderr, "tandem serve: removed %d unfinished checkpoint write(s) older than %v from %s\n", n, staleTemp, f.store)
 	}
 	if f.threads < 1 {
-		return nil, nil, nil, usagef("serve: -threads %d: want at least 1", f.threads)
+		return nil, nil, nil, nil, usagef("serve: -threads %d: want at least 1", f.threads)
 	}
 	if f.samplerThreads == 0 {
 		f.samplerThreads = f.threads
@@ -191,7 +197,7 @@ func newServer(ctx context.Context, f serveFlags, stderr io.Writer) (*server.Ser
 		TrainerThreads: f.threads, SamplerThreads: f.samplerThreads,
 	})
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("serve: %w", err)
+		return nil, nil, nil, nil, fmt.Errorf("serve: %w", err)
 	}
 	models := be.Models()
 	for i := range models {
@@ -199,27 +205,33 @@ func newServer(ctx context.Context, f serveFlags, stderr io.Writer) (*server.Ser
 	}
 	cfg := server.Config{Addr: f.listen, Role: server.Role(f.role), APIKeys: []string{f.apiKey}, Models: models, MaxInFlight: f.maxInFlight, MaxSamplers: f.keepVersions}
 	if err := cfg.Validate(); err != nil {
-		return nil, nil, nil, usagef("serve: %v", err)
+		return nil, nil, nil, nil, usagef("serve: %v", err)
 	}
 	log, err := steplog.Open(filepath.Join(st.Root(), StepLogFile))
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("serve: %w", err)
+		return nil, nil, nil, nil, fmt.Errorf("serve: %w", err)
 	}
 	signer := checkpoint.Signer{Key: signingKey(f.apiKey)}
 	archives, err := checkpoint.NewHandler(st, signer, checkpoint.HandlerOptions{})
 	if err != nil {
-		return nil, nil, nil, errors.Join(fmt.Errorf("serve: %w", err), log.Close())
+		return nil, nil, nil, nil, errors.Join(fmt.Errorf("serve: %w", err), log.Close())
 	}
 	local := ckptstore.New(st, ckptstore.Options{ArchiveBaseURL: strings.TrimSuffix(f.publicURL, "/") + archivePrefix, Signer: signer})
 	var store server.CheckpointStore = local
 	if f.fetchFrom != "" {
 		if store, err = peerstore.New(local, st, peerstore.Options{PeerURL: f.fetchFrom, APIKey: f.apiKey}); err != nil {
-			return nil, nil, nil, errors.Join(usagef("serve: -fetch-from: %v", err), log.Close())
+			return nil, nil, nil, nil, errors.Join(usagef("serve: -fetch-from: %v", err), log.Close())
 		}
 	}
 	srv, err := server.New(cfg, server.Options{Backend: be, Store: store, OnStep: log.Append})
 	if err != nil {
-		return nil, nil, nil, errors.Join(usagef("serve: %v", err), log.Close())
+		return nil, nil, nil, nil, errors.Join(usagef("serve: %v", err), log.Close())
 	}
-	return srv, archives, log, nil
+	var oa http.Handler
+	if cfg.Role != server.RoleTrainer {
+		if oa, err = openAISurface(f, be, base, md, stderr); err != nil {
+			return nil, nil, nil, nil, errors.Join(fmt.Errorf("serve: %w", err), log.Close())
+		}
+	}
+	return srv, archives, oa, log, nil
 }

@@ -1,0 +1,195 @@
+package openai
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"unicode/utf8"
+
+	"github.com/tandemrl/tandem/rl"
+	"github.com/tandemrl/tandem/tokenizer"
+)
+
+// defaultMaxTokens is vLLM's CompletionRequest.max_tokens default.
+const defaultMaxTokens = 16
+
+func newID(prefix string) string {
+	var b [16]byte
+	rand.Read(b[:])
+	return prefix + hex.EncodeToString(b[:])
+}
+
+// decodeCompletion reads and checks a completion request's body.
+func decodeCompletion(body []byte) (*CompletionRequest, error) {
+	var req CompletionRequest
+	if err := decode(body, &req); err != nil {
+		return nil, err
+	}
+	if len(req.Prompt.Items) == 0 {
+		return nil, badRequest("prompt", "Either prompt or prompt_embeds must be provided and non-empty.")
+	}
+	for _, it := range req.Prompt.Items {
+		if (it.IsText && it.Text == "") || (!it.IsText && len(it.IDs) == 0) {
+			return nil, badRequest("prompt", "Either prompt or prompt_embeds must be provided and non-empty.")
+		}
+	}
+	if len(req.PromptEmbeds) > 0 && string(req.PromptEmbeds) != "null" {
+		return nil, badRequest("prompt_embeds", "prompt_embeds is not supported by tandem serve; send token ids")
+	}
+	if req.Suffix != nil && *req.Suffix != "" {
+		return nil, badRequest("suffix", "suffix is not supported by tandem serve")
+	}
+	if req.Logprobs != nil && (*req.Logprobs < 0 || *req.Logprobs > MaxLogprobs) {
+		return nil, badRequest("logprobs", "`logprobs` must be in [0, %d], got %d.", MaxLogprobs, *req.Logprobs)
+	}
+	return &req, nil
+}
+
+// completions is POST /v1/completions.
+func (h *Handler) completions(ctx context.Context, body []byte) (reply, error) {
+	req, err := decodeCompletion(body)
+	if err != nil {
+		return reply{}, err
+	}
+	t, err := h.resolve(ctx, req.Model)
+	if err != nil {
+		return reply{}, err
+	}
+	b := t.base
+	g, err := h.newGen(&req.samplingFields, b, len(req.Prompt.Items))
+	if err != nil {
+		return reply{}, err
+	}
+	addSpecial := req.AddSpecialTokens == nil || *req.AddSpecialTokens
+	prompts := make([][]int, len(req.Prompt.Items))
+	for i, it := range req.Prompt.Items {
+		if it.IsText {
+			prompts[i] = b.Tokenizer.Encode(it.Text, tokenizer.EncodeOptions{AddSpecialTokens: addSpecial})
+			if len(prompts[i]) == 0 {
+				return reply{}, badRequest("prompt", "prompt %d encodes to no tokens", i)
+			}
+		} else {
+			if err := checkIDs(it.IDs, b, "prompt"); err != nil {
+				return reply{}, err
+			}
+			prompts[i] = it.IDs
+		}
+	}
+	want := req.MaxTokens
+	if want == nil {
+		d := defaultMaxTokens
+		want = &d
+	}
+	resp := CompletionResponse{ID: newID("cmpl-"), Object: "text_completion", Created: h.opts.Now().Unix(), Model: t.name, Choices: []CompletionChoice{}}
+	for i, ids := range prompts {
+		mt, err := maxTokens(b, len(ids), want, "max_tokens")
+		if err != nil {
+			return reply{}, err
+		}
+		echoOnly := mt == 0
+		if echoOnly && !req.Echo {
+			return reply{}, badRequest("max_tokens", "max_tokens must be at least 1, got 0.")
+		}
+		p := g.p
+		p.MaxTokens = max(mt, 1)
+		p.PromptLogprobs = req.Echo && req.Logprobs != nil
+		out, err := t.sampler.Sample(ctx, rl.Tokens(ids), g.n, p)
+		if err != nil {
+			return reply{}, internal("sampling: %v", err)
+		}
+		resp.Usage.PromptTokens += len(ids)
+		for j, s := range out.Sequences {
+			if echoOnly {
+				s = rl.Sequence{Tokens: []int{}, Logprobs: []float64{}, StopReason: rl.StopLength}
+			}
+			ch, err := h.choice(ctx, t, &g, req, ids, out.PromptLogprobs, s)
+			if err != nil {
+				return reply{}, err
+			}
+			ch.Index = i*g.n + j
+			resp.Usage.CompletionTokens += len(ch.TokenIDs)
+			if !g.tokenIDs {
+				ch.TokenIDs, ch.PromptTokenIDs = nil, nil
+			}
+			resp.Choices = append(resp.Choices, ch)
+		}
+	}
+	resp.Usage.TotalTokens = resp.Usage.PromptTokens + resp.Usage.CompletionTokens
+	return reply{json: resp}, nil
+}
+
+// choice builds one completion choice; TokenIDs always set (the caller
+// drops them unless asked), for the usage count.
+func (h *Handler) choice(ctx context.Context, t target, g *gen, req *CompletionRequest, prompt []int, promptLP []float64, s rl.Sequence) (CompletionChoice, error) {
+	tok := t.base.Tokenizer
+	sq, err := g.finish(tok, s)
+	if err != nil {
+		return CompletionChoice{}, err
+	}
+	ch := CompletionChoice{Text: sq.text, FinishReason: sq.finish, StopReason: sq.stopReason, TokenIDs: sq.tokens, PromptTokenIDs: prompt}
+	if ch.TokenIDs == nil {
+		ch.TokenIDs = []int{}
+	}
+	var echoText string
+	if req.Echo {
+		if echoText, err = tok.Decode(prompt, g.skipSpecial); err != nil {
+			return CompletionChoice{}, badRequest("prompt", "decoding the prompt: %v", err)
+		}
+		ch.Text = echoText + ch.Text
+	}
+	if req.Logprobs == nil {
+		return ch, nil
+	}
+	k := *req.Logprobs
+	lp := &CompletionLogProbs{TextOffset: []int{}, TokenLogprobs: []*float64{}, Tokens: []string{}, TopLogprobs: []map[string]float64{}}
+	offset := 0
+	add := func(id int, logprob *float64, alts []rl.TokenLogprob) {
+		text := g.tokenText(tok, id)
+		lp.Tokens = append(lp.Tokens, text)
+		lp.TokenLogprobs = append(lp.TokenLogprobs, logprob)
+		lp.TextOffset = append(lp.TextOffset, offset)
+		offset += utf8.RuneCountInString(text)
+		if logprob == nil {
+			lp.TopLogprobs = append(lp.TopLogprobs, nil)
+			return
+		}
+		top := make(map[string]float64, len(alts)+1)
+		for _, a := range alts {
+			top[g.tokenText(tok, a.Token)] = a.Logprob
+		}
+		top[text] = *logprob
+		lp.TopLogprobs = append(lp.TopLogprobs, top)
+	}
+	if req.Echo {
+		var alts [][]rl.TokenLogprob
+		if k > 0 {
+			res, err := t.sampler.Sample(ctx, rl.Tokens(prompt), 1, rl.SamplingParams{MaxTokens: 1, TopKPromptLogprobs: k})
+			if err != nil {
+				return CompletionChoice{}, internal("prompt log-probs: %v", err)
+			}
+			alts = res.TopKPromptLogprobs
+		}
+		for i, id := range prompt {
+			if i == 0 || i >= len(promptLP) {
+				add(id, nil, nil)
+				continue
+			}
+			v := promptLP[i]
+			var a []rl.TokenLogprob
+			if i < len(alts) {
+				a = alts[i]
+			}
+			add(id, &v, a)
+		}
+	}
+	alts, err := alternatives(ctx, t.sampler, t.base, prompt, sq.tokens, k)
+	if err != nil {
+		return CompletionChoice{}, internal("top log-probs: %v", err)
+	}
+	for i, id := range sq.tokens {
+		v := sq.logprobs[i]
+		add(id, &v, alts[i])
+	}
+	ch.Logprobs = lp
+	return ch, nil
+}
