@@ -73,6 +73,22 @@ func Model(t testing.TB, name string) string {
 	return dir
 }
 
+// NodePackage returns Dir()/node_modules when node is in PATH and the npm
+// package pkg is installed there (.ci/hf-oracle installs the project's npm
+// peers: tokenizers, openai); else it skips t (fails it under CI=true).
+// Run scripts with NODE_PATH set to it.
+func NodePackage(t testing.TB, pkg string) string {
+	t.Helper()
+	if _, err := exec.LookPath("node"); err != nil {
+		Need(t, "no node (Node.js 20) in PATH: %s", Install)
+	}
+	nm := filepath.Join(Dir(), "node_modules")
+	if _, err := os.Stat(filepath.Join(nm, pkg, "package.json")); err != nil {
+		Need(t, "no npm package %s in %s: %s", pkg, nm, Install)
+	}
+	return nm
+}
+
 // Node returns Dir() when node and the tokenizers npm package are there
 // (NodeReady); else it skips t (fails it under CI=true).
 func Node(t testing.TB) string {
