@@ -23,8 +23,9 @@ import (
 // backend/openai (vLLM dialect) against tandem serve's OpenAI-compatible
 // surface: the start-up probe accepts its log-probs, the base samples as
 // version 0, a PEFT adapter loads under its version's name and samples as
-// that version, and every sampled token's log-prob is the engine's own
-// score of it under the same weights (gap ≤ 1e-4).
+// that version, and every sampled token's log-prob, and every prompt
+// token's (prompt_logprobs), is the engine's own score of it under the
+// same weights (gap ≤ 1e-4).
 func TestOpenAIBackendAgainstServe(t *testing.T) {
 	t.Parallel()
 	const key = "test-key-openai-backend-1"
@@ -65,9 +66,17 @@ func TestOpenAIBackendAgainstServe(t *testing.T) {
 	p := rl.SamplingParams{MaxTokens: 6, Temperature: 1, Seed: &seed, StopTokens: []int{engine.Newline, engine.EOS}}
 	check := func(want policy.Version) {
 		t.Helper()
-		out, err := s.Sample(ctx, rl.Tokens(ids), 3, p)
+		pp := p
+		pp.PromptLogprobs = true
+		out, err := s.Sample(ctx, rl.Tokens(ids), 3, pp)
 		require.NoError(t, err)
 		assert.Equal(t, want, out.Version)
+		plp, err := scorer.ComputeLogprobs(ctx, ids)
+		require.NoError(t, err)
+		require.Len(t, out.PromptLogprobs, len(ids))
+		for j := 1; j < len(ids); j++ {
+			assert.InDelta(t, plp[j], out.PromptLogprobs[j], 1e-4, "version %d prompt token %d", want, j)
+		}
 		require.Len(t, out.Sequences, 3)
 		for _, sq := range out.Sequences {
 			require.Len(t, sq.Logprobs, len(sq.Tokens))

@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
+	"strconv"
 	"unicode/utf8"
 
 	"github.com/tandemrl/tandem/rl"
@@ -56,6 +58,13 @@ func (h *Handler) completions(ctx context.Context, body []byte) (reply, error) {
 		return reply{}, err
 	}
 	b := t.base
+	// prompt_logprobs is answered here (vLLM's completion field); newGen
+	// refuses it elsewhere (chat).
+	promptK := req.PromptLogprobs
+	req.PromptLogprobs = nil
+	if promptK != nil && (*promptK < 0 || *promptK > MaxLogprobs) {
+		return reply{}, badRequest("prompt_logprobs", "`prompt_logprobs` must be in [0, %d], got %d.", MaxLogprobs, *promptK)
+	}
 	g, err := h.newGen(&req.samplingFields, b, len(req.Prompt.Items))
 	if err != nil {
 		return reply{}, err
@@ -92,10 +101,19 @@ func (h *Handler) completions(ctx context.Context, body []byte) (reply, error) {
 		}
 		p := g.p
 		p.MaxTokens = max(mt, 1)
-		p.PromptLogprobs = req.Echo && req.Logprobs != nil
+		p.PromptLogprobs = (req.Echo && req.Logprobs != nil) || promptK != nil
+		if promptK != nil {
+			p.TopKPromptLogprobs = *promptK
+		}
 		out, err := t.sampler.Sample(ctx, rl.Tokens(ids), g.n, p)
 		if err != nil {
 			return reply{}, internal("sampling: %v", err)
+		}
+		var promptLPJSON json.RawMessage
+		if promptK != nil {
+			if promptLPJSON, err = promptLogprobsJSON(g, b.Tokenizer, ids, out); err != nil {
+				return reply{}, err
+			}
 		}
 		resp.Usage.PromptTokens += len(ids)
 		for j, s := range out.Sequences {
@@ -107,6 +125,7 @@ func (h *Handler) completions(ctx context.Context, body []byte) (reply, error) {
 				return reply{}, err
 			}
 			ch.Index = i*g.n + j
+			ch.PromptLogprobs = promptLPJSON
 			resp.Usage.CompletionTokens += len(ch.TokenIDs)
 			if !g.tokenIDs {
 				ch.TokenIDs, ch.PromptTokenIDs = nil, nil
@@ -192,4 +211,45 @@ func (h *Handler) choice(ctx context.Context, t target, g *gen, req *CompletionR
 	}
 	ch.Logprobs = lp
 	return ch, nil
+}
+
+// promptLogEntry is vLLM's Logprob of a prompt_logprobs entry.
+type promptLogEntry struct {
+	Logprob      float64 `json:"logprob"`
+	Rank         *int    `json:"rank"`
+	DecodedToken string  `json:"decoded_token"`
+}
+
+// promptLogprobsJSON is vLLM's prompt_logprobs of a choice: null for the
+// first token, then per position a map from token id (as a string) to its
+// Logprob — the prompt's own token and the k most likely alternatives,
+// ranked 1 … k; the prompt's token is ranked when it is among them and
+// has rank null otherwise (tandem does not rank the whole vocabulary).
+// Log-probs are the model's log-softmax, clamped at -9999 as vLLM does.
+func promptLogprobsJSON(g gen, tok *tokenizer.Tokenizer, prompt []int, out rl.SampleOutput) (json.RawMessage, error) {
+	if len(out.PromptLogprobs) != len(prompt) {
+		return nil, internal("prompt log-probs: the sampler returned %d for %d prompt tokens", len(out.PromptLogprobs), len(prompt))
+	}
+	rows := make([]map[string]promptLogEntry, len(prompt))
+	for i := 1; i < len(prompt); i++ {
+		row := map[string]promptLogEntry{}
+		var alts []rl.TokenLogprob
+		if i < len(out.TopKPromptLogprobs) {
+			alts = out.TopKPromptLogprobs[i]
+		}
+		for r, a := range alts {
+			rank := r + 1
+			row[strconv.Itoa(a.Token)] = promptLogEntry{Logprob: max(a.Logprob, -9999), Rank: &rank, DecodedToken: g.tokenText(tok, a.Token)}
+		}
+		id := strconv.Itoa(prompt[i])
+		if _, ok := row[id]; !ok {
+			row[id] = promptLogEntry{Logprob: max(out.PromptLogprobs[i], -9999), DecodedToken: g.tokenText(tok, prompt[i])}
+		}
+		rows[i] = row
+	}
+	b, err := json.Marshal(rows)
+	if err != nil {
+		return nil, internal("prompt log-probs: %v", err)
+	}
+	return b, nil
 }
