@@ -130,7 +130,7 @@ func TestPEFTExportHF(t *testing.T) {
 	randomizeAdapter(ad, 1, 0.1)
 	dir := t.TempDir()
 	require.NoError(t, SaveAdapter(dir, ad, "Qwen/Qwen3-0.6B"))
-	assert.Empty(t, checkVLLM(dir, cfg), "vLLM loads it")
+	assert.Empty(t, VLLMProblems(dir, cfg), "vLLM loads it")
 	raw, err := os.ReadFile(filepath.Join(dir, AdapterConfigFile))
 	require.NoError(t, err)
 	var pc map[string]any

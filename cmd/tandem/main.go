@@ -11,6 +11,7 @@
 //	tandem pretrain       reproduce the shipped base model from its seed
 //	tandem tokenize       encode, decode and render chats with a Hugging Face tokenizer
 //	tandem export         write the base model as a Hugging Face Llama folder
+//	tandem deploy         validate, register and probe an adapter on an inference server
 //
 // Run "tandem <command> -h" for a command's flags.
 package main
@@ -40,6 +41,7 @@ func commands() []command {
 		{"pretrain", "reproduce the shipped base model bit for bit from its seed", runPretrain},
 		{"tokenize", "encode, decode and render chats with a Hugging Face tokenizer (JSON lines)", runTokenize},
 		{"export", "write the base model as a Hugging Face Llama folder (-hf DIR)", runExport},
+		{"deploy", "validate, register and probe an adapter on a vLLM, SGLang or tandem server", runDeploy},
 	}
 }
 
