@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 
 	"github.com/tandemrl/tandem/backend/local"
+	"github.com/tandemrl/tandem/backend/openai"
 	"github.com/tandemrl/tandem/basemodel"
 	"github.com/tandemrl/tandem/checkpoint"
 	"github.com/tandemrl/tandem/engine"
@@ -29,8 +31,9 @@ type backends struct {
 }
 
 // newBackends opens the checkpoint store under dir and starts the trainer
-// and cfg.Samplers samplers on base. Call close when done.
-func newBackends(cfg Config, mdl *model, dir string) (*backends, error) {
+// and cfg.Samplers samplers on base, or one backend/openai sampler per
+// cfg.SamplerURLs. Call close when done.
+func newBackends(ctx context.Context, cfg Config, mdl *model, dir string) (*backends, error) {
 	base := mdl.base
 	store, err := checkpoint.Open(filepath.Join(dir, "checkpoints"))
 	if err != nil {
@@ -39,12 +42,20 @@ func newBackends(cfg Config, mdl *model, dir string) (*backends, error) {
 	// The shelf keeps every version a run publishes (one per step, plus
 	// the final one) for the evaluation after the run.
 	shelf := &local.Shelf{Keep: cfg.RL.Steps + 4}
+	remote := len(cfg.SamplerURLs) > 0
 	trainer, err := local.NewTrainer(base, local.TrainerOptions{Run: cfg.Name, Threads: cfg.TrainerThreads, Lora: cfg.Lora,
-		Shelf: shelf, Store: store, BaseModel: mdl.name})
+		Shelf: shelf, Store: store, BaseModel: mdl.name, PersistSamplerWeights: remote})
 	if err != nil {
 		return nil, fmt.Errorf("trainer: %w", err)
 	}
 	b := &backends{base: base, name: mdl.name, w: mdl.w, store: store, shelf: shelf, trainer: trainer, samplers: make([]rl.Sampler, cfg.Samplers)}
+	if remote {
+		if err := b.remoteSamplers(ctx, cfg); err != nil {
+			b.close()
+			return nil, err
+		}
+		return b, nil
+	}
 	for i := range b.samplers {
 		s, err := local.NewSampler(base, local.SamplerOptions{Threads: cfg.SamplerThreads, Shelf: shelf, Store: store,
 			Seed: uint64(cfg.RL.Seed) + uint64(i)})
@@ -55,6 +66,32 @@ func newBackends(cfg Config, mdl *model, dir string) (*backends, error) {
 		b.samplers[i] = s
 	}
 	return b, nil
+}
+
+// remoteSamplers makes one backend/openai sampler per cfg.SamplerURLs,
+// loading the trainer's versions from the run's checkpoint store.
+func (b *backends) remoteSamplers(ctx context.Context, cfg Config) error {
+	dialect := openai.VLLM
+	if cfg.SamplerDialect == "sglang" {
+		dialect = openai.SGLang
+	}
+	resolve := func(uri string) (string, error) {
+		ck, err := b.store.Resolve(uri)
+		if err != nil {
+			return "", err
+		}
+		return ck.Dir, nil
+	}
+	b.samplers = make([]rl.Sampler, len(cfg.SamplerURLs))
+	for i, u := range cfg.SamplerURLs {
+		s, err := openai.New(ctx, openai.Options{BaseURL: u, APIKey: os.Getenv("TANDEM_API_KEY"), Dialect: dialect, Model: b.name,
+			ResolveCheckpoint: resolve, Seed: uint64(cfg.RL.Seed) + uint64(i)})
+		if err != nil {
+			return fmt.Errorf("sampler %d (%s): %w", i, u, err)
+		}
+		b.samplers[i] = s
+	}
+	return nil
 }
 
 // close stops the trainer after the calls queued on it.

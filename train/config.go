@@ -52,6 +52,15 @@ type Config struct {
 	// tokens and the model's EOS ids.
 	Model    string `json:"model,omitempty"`
 	Renderer string `json:"renderer,omitempty"`
+	// SamplerURLs, when set, sample through OpenAI-compatible servers
+	// (tandem serve's /v1 surface, vLLM, SGLang; package backend/openai),
+	// one replica per URL, instead of in-process samplers. The trainer
+	// stays in process and publishes every version as a PEFT checkpoint in
+	// the run folder, which the servers must read (the same machine or a
+	// shared file system). The servers' API key is $TANDEM_API_KEY.
+	SamplerURLs []string `json:"sampler_urls,omitempty"`
+	// SamplerDialect is "vllm" (default; tandem serve speaks it) or "sglang".
+	SamplerDialect string `json:"sampler_dialect,omitempty"`
 	// EvalEvery snapshots the policy every this many steps for held-out
 	// evaluation after the run (0 = only the base and the final policy).
 	EvalEvery int `json:"eval_every"`
@@ -185,6 +194,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("format_weight %v must be ≥ 0", c.FormatWeight)
 	case c.Model != "" && c.BaseModel != "":
 		return fmt.Errorf("model %q and base_model %q both name the base; set one", c.Model, c.BaseModel)
+	case c.SamplerDialect != "" && c.SamplerDialect != "vllm" && c.SamplerDialect != "sglang":
+		return fmt.Errorf("sampler_dialect %q unknown; allowed: vllm, sglang", c.SamplerDialect)
+	case c.SamplerDialect != "" && len(c.SamplerURLs) == 0:
+		return fmt.Errorf("sampler_dialect %q needs sampler_urls", c.SamplerDialect)
 	case c.Renderer != "" && c.Model == "":
 		return fmt.Errorf("renderer %q needs model (a Hugging Face folder); the shipped model is not a chat model", c.Renderer)
 	}

@@ -107,7 +107,7 @@ func Run(ctx context.Context, cfg Config, hooks Hooks) (Summary, error) {
 		return sum, fmt.Errorf("train: reward: %w", err)
 	}
 	defer stopReward()
-	be, err := newBackends(cfg, mdl, dir)
+	be, err := newBackends(ctx, cfg, mdl, dir)
 	if err != nil {
 		return sum, fmt.Errorf("train: backends: %w", err)
 	}

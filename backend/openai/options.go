@@ -79,14 +79,19 @@ type Options struct {
 	// never reloaded in place under an existing name.
 	AdapterName func(policy.Ref) string `json:"-"`
 	// PathRewrite maps the adapter folder of a Ref (its URI without a
-	// file:// prefix) to the path the server reads, e.g. a shared mount
-	// seen under another prefix on the server host. Default: the path as
-	// is. The path is handed to the server unchanged otherwise: the server
+	// file:// prefix, or the folder ResolveCheckpoint found) to the path
+	// the server reads, e.g. a shared mount seen under another prefix on
+	// the server host. Default: the path as is. The path is handed to the server unchanged otherwise: the server
 	// must be able to read it (a shared file system, or a URL or hub id
 	// the server resolves itself), and the folder must not be deleted
 	// while the version may be loaded (vLLM re-reads evicted adapters
 	// from it).
 	PathRewrite func(string) (string, error) `json:"-"`
+	// ResolveCheckpoint maps a tinker:// URI (what tandem's trainers
+	// publish) to its folder, e.g. through a checkpoint store
+	// (checkpoint.Store.Resolve(uri).Dir) the server can read; nil refuses
+	// tinker:// refs.
+	ResolveCheckpoint func(uri string) (string, error) `json:"-"`
 
 	// MaxModelLen overrides the context length learned from the server
 	// (vLLM: max_model_len of the base card; SGLang: context_length of

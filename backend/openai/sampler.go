@@ -298,8 +298,15 @@ func (s *Sampler) adapterPath(ref policy.Ref) (string, error) {
 		return "", fmt.Errorf("openai: load version %d: the ref has no URI", ref.Version)
 	}
 	if strings.HasPrefix(p, "tinker://") {
-		return "", fmt.Errorf("openai: load %s: a tinker:// checkpoint is not a path the server can read; "+
-			"export it to a folder the server sees (checkpoint.Export) first", p)
+		if s.opts.ResolveCheckpoint == nil {
+			return "", fmt.Errorf("openai: load %s: a tinker:// checkpoint is not a path the server can read; "+
+				"set Options.ResolveCheckpoint (e.g. through a checkpoint store the server shares), or export it to a folder the server sees", p)
+		}
+		dir, err := s.opts.ResolveCheckpoint(p)
+		if err != nil {
+			return "", fmt.Errorf("openai: load %s: %w", p, err)
+		}
+		p = dir
 	}
 	p = strings.TrimPrefix(p, "file://")
 	q, err := s.opts.PathRewrite(p)

@@ -155,7 +155,7 @@ func TestLoadNamesAndNoOps(t *testing.T) {
 	require.NoError(t, s.Load(ctx, ref(17)), "the served version again: no-op")
 	assert.Equal(t, 1, f.count("/v1/load_lora_adapter"))
 	require.ErrorIs(t, s.Load(ctx, ref(3)), ErrVersion)
-	require.Error(t, s.Load(ctx, policy.Ref{Run: "run", Version: 20, URI: "tinker://x/sampler_weights/y"}))
+	require.ErrorContains(t, s.Load(ctx, policy.Ref{Run: "run", Version: 20, URI: "tinker://x/sampler_weights/y"}), "ResolveCheckpoint")
 
 	out, err := s.Sample(ctx, rl.Tokens([]int{1}), 1, rl.SamplingParams{MaxTokens: 2, Temperature: 1})
 	require.NoError(t, err)
@@ -307,4 +307,24 @@ func TestLoadHangsAndUnloadFails(t *testing.T) {
 	assert.Contains(t, st.UnloadErr.Error(), "engine busy")
 	assert.Equal(t, 1, f.count("/v1/unload_lora_adapter"), "unloads are tried once")
 	assert.Equal(t, []policy.Version{2}, st.Registered)
+}
+
+// A tinker:// ref is resolved by ResolveCheckpoint to its folder, which
+// PathRewrite then maps as any other.
+func TestLoadResolvesCheckpointURIs(t *testing.T) {
+	t.Parallel()
+	f := newFakeVLLM()
+	s, _ := newVLLMSampler(t, f, func(o *Options) {
+		o.ResolveCheckpoint = func(uri string) (string, error) {
+			if uri != "tinker://run/sampler_weights/s5" {
+				return "", fmt.Errorf("unknown %s", uri)
+			}
+			return "/store/run/s5", nil
+		}
+		o.PathRewrite = func(p string) (string, error) { return "/mnt" + p, nil }
+	})
+	ctx := context.Background()
+	require.NoError(t, s.Load(ctx, policy.Ref{Run: "run", Version: 5, URI: "tinker://run/sampler_weights/s5"}))
+	assert.Equal(t, map[string]string{"run-v000005": "/mnt/store/run/s5"}, f.registered())
+	require.ErrorContains(t, s.Load(ctx, policy.Ref{Run: "run", Version: 6, URI: "tinker://run/sampler_weights/nope"}), "unknown")
 }

@@ -53,6 +53,8 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.String("base", "", "base weights file (default: the shipped model)")
 	fs.String("model", "", "a Hugging Face model folder to train instead (the arithmetic task rendered as a chat by -renderer)")
 	fs.String("renderer", "", "with -model: chat renderer (default: the folder's chat template, else role_colon)")
+	fs.String("sampler-url", "", "sample through OpenAI-compatible servers instead of in process: comma-separated URLs (tandem serve -role sampler, vLLM, SGLang; key $TANDEM_API_KEY), one replica each; they must read the run folder")
+	fs.String("sampler-dialect", "", "with -sampler-url: vllm (default; tandem serve speaks it) or sglang")
 	otel := fs.String("otel", os.Getenv("TANDEM_OTEL"), otelHelp)
 	quiet := fs.Bool("quiet", false, "print only the summary")
 	if err := parseFlags(fs, args); err != nil {
@@ -175,6 +177,15 @@ func applyFlag(c *train.Config, f *flag.Flag) {
 		c.Model = g.(string)
 	case "renderer":
 		c.Renderer = g.(string)
+	case "sampler-url":
+		c.SamplerURLs = nil
+		for _, u := range strings.Split(g.(string), ",") {
+			if u = strings.TrimSpace(u); u != "" {
+				c.SamplerURLs = append(c.SamplerURLs, u)
+			}
+		}
+	case "sampler-dialect":
+		c.SamplerDialect = g.(string)
 	}
 }
 
