@@ -2,7 +2,9 @@
 // requests per second and the p50/p99 latency of asample (submit, then poll
 // retrieve_future until the result) with 1, 16 and 256 concurrent clients,
 // and the protocol's overhead: the same calls made on the embedded engine
-// in process, with the same concurrency, give the ratio.
+// in process, with the same concurrency, give the ratio. The same calls
+// through the OpenAI-compatible surface (/v1/completions, one request per
+// call) are measured beside them.
 //
 //	go run ./bench/server -json
 //
@@ -44,6 +46,11 @@ type Level struct {
 	// LatencyRatio served p50 over in-process p50 (1 = no overhead).
 	ThroughputRatio float64 `json:"throughput_ratio"`
 	LatencyRatio    float64 `json:"latency_ratio"`
+	// The same calls through the OpenAI-compatible surface (/v1/completions
+	// with token-id prompts, by backend/openai's vLLM dialect).
+	OpenAIRPS   float64 `json:"openai_rps"`
+	OpenAIP50MS float64 `json:"openai_p50_ms"`
+	OpenAIP99MS float64 `json:"openai_p99_ms"`
 }
 
 // Result is the JSON line.

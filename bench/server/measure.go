@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tandemrl/tandem/backend/local"
+	"github.com/tandemrl/tandem/backend/openai"
 	"github.com/tandemrl/tandem/backend/tinker"
 	"github.com/tandemrl/tandem/basemodel"
 	"github.com/tandemrl/tandem/engine"
@@ -121,6 +122,10 @@ func measure(ctx context.Context, cfg config, out io.Writer) (Result, error) {
 	}
 	defer client.Close()
 	remote := client.NewSampler(basemodel.Name)
+	oai, err := openai.New(ctx, openai.Options{BaseURL: url, APIKey: apiKey, Dialect: openai.VLLM, Model: basemodel.Name, HTTPClient: &http.Client{Transport: tr}})
+	if err != nil {
+		return res, fmt.Errorf("connect to %s/v1: %w", url, err)
+	}
 
 	call := func(s rl.Sampler) sampleFn {
 		return func(ctx context.Context) error {
@@ -131,39 +136,44 @@ func measure(ctx context.Context, cfg config, out io.Writer) (Result, error) {
 	// Warm both sides: the server loads its sampler on the first call, and
 	// the engine's first hundred or so calls in a fresh process run up to
 	// twice as slow as later ones (buffers, heap growth).
-	for _, s := range []rl.Sampler{inproc, remote} {
+	for _, s := range []rl.Sampler{inproc, remote, oai} {
 		if _, errs, _ := load(ctx, 1, cfg.warmup, call(s)); errs > 0 {
 			return res, errors.New("warm-up calls failed")
 		}
 	}
 	fmt.Fprintf(out, "asample of %d×%d tokens, %s, %d thread(s) per call, best of %d rounds, target %s at %s\n", cfg.numSamples, cfg.maxTokens, basemodel.Name, cfg.threads, cfg.rounds, res.Target, url)
-	fmt.Fprintf(out, "%8s %9s %10s %10s %10s | %10s %10s %10s | %6s %6s\n", "clients", "requests", "req/s", "p50 ms", "p99 ms", "inproc/s", "p50 ms", "p99 ms", "thr×", "lat×")
+	fmt.Fprintf(out, "%8s %9s %10s %10s %10s | %10s %10s %10s | %6s %6s | %10s %10s %10s\n", "clients", "requests", "req/s", "p50 ms", "p99 ms", "inproc/s", "p50 ms", "p99 ms", "thr×", "lat×", "openai/s", "p50 ms", "p99 ms")
 	for _, c := range cfg.clients {
 		n := max(cfg.minReqs, c*cfg.perClient)
 		// Alternate the two sides and keep each side's best round: the
 		// machine may be shared, and noise only ever slows a round down.
-		var li, ls stats
+		var li, ls, lo stats
 		for r := range cfg.rounds {
 			i := summarize(load(ctx, c, n, call(inproc)))
 			s := summarize(load(ctx, c, n, call(remote)))
+			o := summarize(load(ctx, c, n, call(oai)))
 			if r == 0 || i.rps > li.rps {
 				li = i
 			}
 			if r == 0 || s.rps > ls.rps {
 				ls = s
 			}
+			if r == 0 || o.rps > lo.rps {
+				lo = o
+			}
 		}
 		if err := ctx.Err(); err != nil {
 			return res, err
 		}
 		lv := Level{
-			Clients: c, Requests: n, Errors: ls.errs + li.errs,
+			Clients: c, Requests: n, Errors: ls.errs + li.errs + lo.errs,
+			OpenAIRPS: lo.rps, OpenAIP50MS: lo.p50, OpenAIP99MS: lo.p99,
 			RPS: ls.rps, P50MS: ls.p50, P99MS: ls.p99,
 			InProcRPS: li.rps, InProcP50MS: li.p50, InProcP99MS: li.p99,
 			ThroughputRatio: li.rps / ls.rps, LatencyRatio: ls.p50 / li.p50,
 		}
 		res.Levels = append(res.Levels, lv)
-		fmt.Fprintf(out, "%8d %9d %10.1f %10.2f %10.2f | %10.1f %10.2f %10.2f | %6.2f %6.2f\n", c, n, lv.RPS, lv.P50MS, lv.P99MS, lv.InProcRPS, lv.InProcP50MS, lv.InProcP99MS, lv.ThroughputRatio, lv.LatencyRatio)
+		fmt.Fprintf(out, "%8d %9d %10.1f %10.2f %10.2f | %10.1f %10.2f %10.2f | %6.2f %6.2f | %10.1f %10.2f %10.2f\n", c, n, lv.RPS, lv.P50MS, lv.P99MS, lv.InProcRPS, lv.InProcP50MS, lv.InProcP99MS, lv.ThroughputRatio, lv.LatencyRatio, lv.OpenAIRPS, lv.OpenAIP50MS, lv.OpenAIP99MS)
 		if lv.Errors > 0 {
 			return res, fmt.Errorf("%d clients: %d calls failed", c, lv.Errors)
 		}

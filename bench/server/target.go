@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,6 +20,7 @@ import (
 	"github.com/tandemrl/tandem/engine"
 	"github.com/tandemrl/tandem/server"
 	"github.com/tandemrl/tandem/server/localbackend"
+	"github.com/tandemrl/tandem/server/openai"
 )
 
 // listening starts the line tandem serve prints (cmd/tandem.ListeningPrefix).
@@ -65,13 +67,27 @@ func startInProcess(dir string, cfg config) (string, func(), error) {
 	if err != nil {
 		return "", nil, err
 	}
+	tok, err := basemodel.Tokenizer()
+	if err != nil {
+		return "", nil, err
+	}
+	oai, err := openai.New(openai.Options{
+		Models:     []openai.Model{{Name: basemodel.Name, MaxModelLen: base.Config.Context, VocabSize: base.Config.Vocab, Tokenizer: tok, Renderer: "role_colon"}},
+		NewSampler: be.NewSampler, CheckKey: openai.KeyChecker(apiKey), MaxInFlight: 4096,
+	})
+	if err != nil {
+		return "", nil, err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/v1/", oai)
+	mux.Handle("/", srv)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx, ln) }()
+	go func() { done <- srv.ServeHandler(ctx, ln, mux) }()
 	return "http://" + ln.Addr().String(), func() { cancel(); <-done }, nil
 }
 
