@@ -72,6 +72,8 @@ const recoverForever = time.Hour
 // proc is one `tandem serve` process, restartable on the same address.
 type proc struct {
 	t      *testing.T
+	net    *testNet // nil: this namespace; else the process runs in host
+	host   int
 	bin    string
 	role   string
 	store  string
@@ -96,6 +98,17 @@ func startServe(t *testing.T, role, store, key string, extra ...string) *proc {
 
 func (p *proc) url() string { return "http://" + p.addr }
 
+// startServeIn starts tandem serve in host i of tn, listening on its
+// address (port picked by the kernel, kept across restarts).
+func startServeIn(t *testing.T, tn *testNet, i int, role, store, key string, extra ...string) *proc {
+	t.Helper()
+	p := &proc{t: t, net: tn, host: i, bin: tandemBinary(t), role: role, store: store, key: key,
+		addr: tn.addr(i) + ":0", logDir: t.TempDir(), extra: append([]string{"-allow-remote"}, extra...)}
+	p.start()
+	t.Cleanup(p.stop)
+	return p
+}
+
 // start runs the process and waits for its "listening on" line.
 func (p *proc) start() {
 	p.t.Helper()
@@ -104,6 +117,9 @@ func (p *proc) start() {
 	require.NoError(p.t, err)
 	args := append([]string{"serve", "-listen", p.addr, "-role", p.role, "-store", p.store, "-threads", "1"}, p.extra...)
 	cmd := exec.Command(p.bin, args...)
+	if p.net != nil {
+		cmd = p.net.command(p.host, p.bin, args...)
+	}
 	cmd.Env = append(os.Environ(), "TANDEM_API_KEY="+p.key)
 	cmd.Stderr = logf
 	stdout, err := cmd.StdoutPipe()
