@@ -12,6 +12,7 @@
 //	tandem tokenize       encode, decode and render chats with a Hugging Face tokenizer
 //	tandem export         write the base model as a Hugging Face Llama folder
 //	tandem deploy         validate, register and probe an adapter on an inference server
+//	tandem ui             a local dashboard of run folders, live while runs train
 //
 // Run "tandem <command> -h" for a command's flags.
 package main
@@ -42,6 +43,7 @@ func commands() []command {
 		{"tokenize", "encode, decode and render chats with a Hugging Face tokenizer (JSON lines)", runTokenize},
 		{"export", "write the base model as a Hugging Face Llama folder (-hf DIR)", runExport},
 		{"deploy", "validate, register and probe an adapter on a vLLM, SGLang or tandem server", runDeploy},
+		{"ui", "a local web dashboard of run folders (runs, live charts, compare, checkpoints)", runUI},
 	}
 }
 

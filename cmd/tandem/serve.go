@@ -80,7 +80,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if f.apiKey == "" {
 		return usagef("serve: no API key: refusing to start an open server; pass -api-key or set %s", EnvAPIKey)
 	}
-	if err := checkListen(f.listen, f.allowRemote); err != nil {
+	if err := checkListen("serve", f.listen, f.allowRemote); err != nil {
 		return err
 	}
 	ln, err := net.Listen("tcp", f.listen)
@@ -120,16 +120,17 @@ func signingKey(apiKey string) []byte {
 	return m.Sum(nil)
 }
 
-// checkListen refuses to listen beyond loopback unless allowed.
-func checkListen(addr string, allowRemote bool) error {
+// checkListen refuses to listen beyond loopback unless allowed; cmd names
+// the command in the message.
+func checkListen(cmd, addr string, allowRemote bool) error {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
-		return usagef("serve: -listen %q: %v; want host:port, e.g. 127.0.0.1:8000", addr, err)
+		return usagef("%s: -listen %q: %v; want host:port, e.g. 127.0.0.1:8000", cmd, addr, err)
 	}
 	if allowRemote || isLoopback(host) {
 		return nil
 	}
-	return usagef("serve: -listen %q is not a loopback address; exposing the server is an explicit choice: add -allow-remote", addr)
+	return usagef("%s: -listen %q is not a loopback address; exposing the server is an explicit choice: add -allow-remote", cmd, addr)
 }
 
 func isLoopback(host string) bool {
