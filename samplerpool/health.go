@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tandemrl/tandem/policy"
 	"github.com/tandemrl/tandem/rl"
 )
 
@@ -87,6 +88,14 @@ func (p *Pool) Close() error {
 	return nil
 }
 
+// Reloader is a replica that can register a version again although it
+// believes it serves it already, for a server that restarted and lost its
+// adapters (backend/openai.Sampler). Re-admission uses Reload when the
+// replica has it, Load otherwise.
+type Reloader interface {
+	Reload(ctx context.Context, ref policy.Ref) error
+}
+
 // runJob does one probe or re-load and records its end.
 func (p *Pool) runJob(ctx context.Context, j job) {
 	rep := p.reps[j.i]
@@ -100,7 +109,11 @@ func (p *Pool) runJob(ctx context.Context, j job) {
 		}
 	}
 	if err == nil && j.hasRef {
-		if err = rep.Sampler.Load(jctx, j.ref); err != nil {
+		load := rep.Sampler.Load
+		if r, ok := rep.Sampler.(Reloader); ok && j.kind == jobProbe {
+			load = r.Reload // it may have restarted and lost the version it believes it serves
+		}
+		if err = load(jctx, j.ref); err != nil {
 			err = fmt.Errorf("re-load version %d: %w", j.ref.Version, err)
 		}
 		loaded = err == nil

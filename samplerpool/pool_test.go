@@ -3,6 +3,7 @@ package samplerpool
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -295,4 +296,44 @@ func TestNewValidates(t *testing.T) {
 		_, err := New(tc.reps, tc.cfg)
 		assert.Error(t, err, name)
 	}
+}
+
+// reloader is a fake that can re-register the version it believes it
+// serves (as backend/openai.Sampler after a restart).
+type reloader struct {
+	*fake
+	mu      sync.Mutex
+	reloads []policy.Version
+}
+
+func (r *reloader) Reload(ctx context.Context, ref policy.Ref) error {
+	r.mu.Lock()
+	r.reloads = append(r.reloads, ref.Version)
+	r.mu.Unlock()
+	return r.fake.Load(ctx, ref)
+}
+
+// Re-admission uses Reload when the replica has it: a replica ejected on
+// the newest version, which it lost in a restart, gets it back although
+// it believes it still serves it.
+func TestReadmissionReloads(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	a, b := &reloader{fake: newFake()}, newFake()
+	p, clk, ev := testPool(t, Config{MaxFailures: 1}, a, b)
+	require.NoError(t, p.Start(ctx))
+	defer p.Close()
+	require.NoError(t, p.Load(ctx, ref(3)))
+	a.set(func(f *fake) { f.down = true })
+	_, name, err := p.SampleReplica(ctx, rl.Tokens([]int{1}), 1, params)
+	require.NoError(t, err)
+	assert.Equal(t, "b", name)
+	ev.wait(t, EventEjected, "a")
+	a.set(func(f *fake) { f.down, f.version = false, 0 })
+	clk.Advance(backoffStep)
+	got := ev.wait(t, EventReadmitted, "a")
+	assert.Equal(t, policy.Version(3), got.Version)
+	a.mu.Lock()
+	assert.Equal(t, []policy.Version{3}, a.reloads)
+	a.mu.Unlock()
 }

@@ -291,6 +291,31 @@ func (s *Sampler) Load(ctx context.Context, ref policy.Ref) error {
 	return nil
 }
 
+// Reload registers ref's adapter on the server again when ref is the
+// version the sampler serves, for a replica that restarted and lost its
+// adapters (a Sample then fails with ErrModelNotServed); registering an
+// adapter the server still holds is a no-op. Any other ref is a Load.
+// samplerpool calls it when it re-admits a replica.
+func (s *Sampler) Reload(ctx context.Context, ref policy.Ref) error {
+	s.mu.Lock()
+	cur := s.versions.currentVersion()
+	a, ok := s.versions.lookup(ref.Version)
+	s.mu.Unlock()
+	if ref.Version != cur || !ok || ref.Version == 0 {
+		return s.Load(ctx, ref)
+	}
+	select {
+	case s.loadTok <- struct{}{}:
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+	defer func() { <-s.loadTok }()
+	if err := s.d.load(ctx, a.name, a.path); err != nil {
+		return fmt.Errorf("openai: reload version %d: %w", ref.Version, err)
+	}
+	return nil
+}
+
 // adapterPath is the path the server is given for ref.
 func (s *Sampler) adapterPath(ref policy.Ref) (string, error) {
 	p := ref.URI

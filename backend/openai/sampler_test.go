@@ -328,3 +328,30 @@ func TestLoadResolvesCheckpointURIs(t *testing.T) {
 	assert.Equal(t, map[string]string{"run-v000005": "/mnt/store/run/s5"}, f.registered())
 	require.ErrorContains(t, s.Load(ctx, policy.Ref{Run: "run", Version: 6, URI: "tinker://run/sampler_weights/nope"}), "unknown")
 }
+
+// A replica that restarted lost its adapters: Sample fails with
+// ErrModelNotServed, and Reload registers the served version again (a
+// no-op registration when the server still holds it).
+func TestReloadAfterRestart(t *testing.T) {
+	t.Parallel()
+	f := newFakeVLLM()
+	s, _ := newVLLMSampler(t, f, nil)
+	ctx := context.Background()
+	require.NoError(t, s.Load(ctx, ref(4)))
+	require.NoError(t, s.Reload(ctx, ref(4)), "still held: registering again is a no-op")
+	f.mu.Lock()
+	f.adapters = map[string]string{} // the server restarted
+	f.mu.Unlock()
+	_, err := s.Sample(ctx, rl.Tokens([]int{1}), 1, rl.SamplingParams{MaxTokens: 1, Temperature: 1})
+	require.ErrorIs(t, err, ErrModelNotServed)
+	require.NoError(t, s.Load(ctx, ref(4)), "Load of the served version is a no-op…")
+	_, err = s.Sample(ctx, rl.Tokens([]int{1}), 1, rl.SamplingParams{MaxTokens: 1, Temperature: 1})
+	require.ErrorIs(t, err, ErrModelNotServed, "…which does not bring it back")
+	require.NoError(t, s.Reload(ctx, ref(4)))
+	assert.Equal(t, map[string]string{"run-v000004": "/ckpt/run/v4"}, f.registered())
+	out, err := s.Sample(ctx, rl.Tokens([]int{1}), 1, rl.SamplingParams{MaxTokens: 1, Temperature: 1})
+	require.NoError(t, err)
+	assert.Equal(t, policy.Version(4), out.Version)
+	require.NoError(t, s.Reload(ctx, ref(5)), "a newer ref is a Load")
+	assert.Equal(t, policy.Version(5), s.Version())
+}
