@@ -112,9 +112,17 @@ func startServeIn(t *testing.T, tn *testNet, i int, role, store, key string, ext
 // start runs the process and waits for its "listening on" line.
 func (p *proc) start() {
 	p.t.Helper()
+	require.NoError(p.t, p.tryStart())
+}
+
+// tryStart is start returning its error (for goroutines other than the
+// test's).
+func (p *proc) tryStart() error {
 	p.starts++
 	logf, err := os.Create(filepath.Join(p.logDir, fmt.Sprintf("%s-%d.log", p.role, p.starts)))
-	require.NoError(p.t, err)
+	if err != nil {
+		return err
+	}
 	args := append([]string{"serve", "-listen", p.addr, "-role", p.role, "-store", p.store, "-threads", "1"}, p.extra...)
 	cmd := exec.Command(p.bin, args...)
 	if p.net != nil {
@@ -123,8 +131,14 @@ func (p *proc) start() {
 	cmd.Env = append(os.Environ(), "TANDEM_API_KEY="+p.key)
 	cmd.Stderr = logf
 	stdout, err := cmd.StdoutPipe()
-	require.NoError(p.t, err)
-	require.NoError(p.t, cmd.Start())
+	if err != nil {
+		logf.Close()
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return err
+	}
 	exited := make(chan struct{})
 	lines := make(chan string, 1)
 	go func() {
@@ -144,13 +158,16 @@ func (p *proc) start() {
 	// reported by go test's -timeout, however slow the machine otherwise is.
 	select {
 	case line := <-lines:
-		require.True(p.t, strings.HasPrefix(line, listening), "unexpected first line %q", line)
+		if !strings.HasPrefix(line, listening) {
+			return fmt.Errorf("tandem serve --role %s: unexpected first line %q", p.role, line)
+		}
 		p.addr = strings.Fields(strings.TrimPrefix(line, listening))[0]
 	case <-exited:
 		b, _ := os.ReadFile(logf.Name())
-		p.t.Fatalf("tandem serve --role %s exited before listening:\n%s", p.role, b)
+		return fmt.Errorf("tandem serve --role %s exited before listening:\n%s", p.role, b)
 	}
 	p.cmd, p.exited = cmd, exited
+	return nil
 }
 
 // kill sends SIGKILL and waits for the process to be gone.
@@ -158,6 +175,17 @@ func (p *proc) kill() {
 	p.t.Helper()
 	require.NoError(p.t, p.cmd.Process.Signal(syscall.SIGKILL))
 	<-p.exited
+}
+
+// killAndRestart SIGKILLs the process and starts it again on the same
+// address, for a goroutine other than the test's: it returns the error
+// instead of failing the test.
+func (p *proc) killAndRestart() error {
+	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		return fmt.Errorf("kill %s: %w", p.role, err)
+	}
+	<-p.exited
+	return p.tryStart()
 }
 
 // stop ends the process with SIGTERM (SIGKILL after 15 s).
