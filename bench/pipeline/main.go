@@ -60,6 +60,9 @@ type Result struct {
 	OverheadGroups         int     `json:"overhead_groups_per_batch"`
 	OverheadWorkers        int     `json:"overhead_workers"`
 	OverheadMaxStaleness   int     `json:"overhead_max_staleness"`
+	// Pool is the sampler pool (samplerpool) over 1–64 simulated replicas
+	// with long-tailed latencies.
+	Pool []PoolLevel `json:"pool,omitempty"`
 }
 
 func main() {
@@ -77,8 +80,11 @@ func main() {
 		concurrent = flag.Int("concurrent", 100_000, "rollouts to hold in flight at once (0 = skip)")
 		tokens     = flag.Int("tokens", 4, "completion tokens per sample")
 		cpuprofile = flag.String("cpuprofile", "", "write a CPU profile of the whole run here")
-		only       = flag.String("only", "", "run only this part: sync, async, overhead or concurrent")
+		only       = flag.String("only", "", "run only this part: sync, async, overhead, concurrent or pool")
 		withLedger = flag.Bool("ledger", false, "keep a per-prompt ledger (as tandem train does) in the runs")
+		poolSizes  = flag.String("pool", "1,4,16,64", "replica counts of the sampler-pool part (empty = skip)")
+		poolCalls  = flag.Int("pool-calls", 64, "calls per replica in the pool part")
+		poolMedian = flag.Duration("pool-median", 5*time.Millisecond, "median call latency of the pool part (log-normal, sigma 1)")
 	)
 	flag.Parse()
 	keepLedger = *withLedger
@@ -159,6 +165,22 @@ func main() {
 		res.ConcurrentSeconds = cRep.Elapsed.Seconds()
 		fmt.Printf("concurrency: %d rollouts in flight at once (target %d), run took %.2fs\n",
 			cRep.PeakInFlight, *concurrent, res.ConcurrentSeconds)
+	}
+
+	// The sampler pool: utilisation with long-tailed latencies, and the
+	// routing cost per call.
+	if *poolSizes != "" && want("pool") {
+		for _, f := range strings.Split(*poolSizes, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || n < 1 {
+				check(fmt.Errorf("-pool: %q is not a positive replica count", f))
+			}
+			lv, err := runPool(ctx, n, n**poolCalls, *poolMedian, 1)
+			check(err)
+			res.Pool = append(res.Pool, lv)
+			fmt.Printf("pool of %2d: %d calls in %.3fs, %.0f calls/s (ideal %.0f), utilisation %.3f (static round-robin on the same draws %.3f, ratio %.2f), routing %.0f ns/call\n",
+				n, lv.Calls, lv.Seconds, lv.CallsPerSecond, lv.IdealPerSecond, lv.Utilisation, lv.StaticUtilisation, lv.VsStatic, lv.RoutingNS)
+		}
 	}
 
 	if b, err := os.ReadFile("/proc/loadavg"); err == nil {

@@ -26,3 +26,22 @@ func TestRunShapes(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, int64(200), rep.PeakInFlight, "the barrier holds every rollout in flight at once")
 }
+
+// The pool part at a tiny scale: every call served, utilisation a share,
+// the static assignment's computed on the same draws.
+func TestPoolSmoke(t *testing.T) {
+	t.Parallel()
+	lv, err := runPool(context.Background(), 3, 12, 100*time.Microsecond, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lv.Calls != 12 || lv.Replicas != 3 {
+		t.Fatalf("level %+v", lv)
+	}
+	if !(lv.Utilisation > 0 && lv.Utilisation <= 1.05) || !(lv.StaticUtilisation > 0 && lv.StaticUtilisation <= 1) {
+		t.Fatalf("utilisations out of range: %+v", lv)
+	}
+	if lv.IdealPerSecond <= 0 || lv.CallsPerSecond <= 0 {
+		t.Fatalf("rates: %+v", lv)
+	}
+}
