@@ -1,10 +1,7 @@
 package main
 
 import (
-	"bufio"
-	"context"
 	"encoding/json"
-	"io"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -24,19 +21,8 @@ import (
 func TestDeployToServe(t *testing.T) {
 	t.Parallel()
 	const key = "test-key-deploy-123456"
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	pr, pw := io.Pipe()
-	done := make(chan error, 1)
-	go func() {
-		err := run(ctx, []string{"serve", "-listen", "127.0.0.1:0", "-api-key", key, "-store", t.TempDir(), "-threads", "1", "-role", "sampler"}, pw, io.Discard)
-		pw.Close()
-		done <- err
-	}()
-	sc := bufio.NewScanner(pr)
-	require.True(t, sc.Scan(), "serve printed nothing")
-	url := "http://" + strings.Fields(strings.TrimPrefix(sc.Text(), ListeningPrefix))[0]
-	go func() { _, _ = io.Copy(io.Discard, pr) }()
+	ctx := t.Context()
+	url := startServe(t, "-api-key", key, "-store", t.TempDir(), "-threads", "1", "-role", "sampler")
 
 	base, err := basemodel.Load()
 	require.NoError(t, err)
@@ -80,6 +66,4 @@ func TestDeployToServe(t *testing.T) {
 		require.Error(t, err, *args)
 		assert.Contains(t, err.Error(), want, *args)
 	}
-	cancel()
-	require.NoError(t, <-done)
 }

@@ -1,12 +1,8 @@
 package main
 
 import (
-	"bufio"
-	"context"
-	"io"
 	"math"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -29,19 +25,8 @@ import (
 func TestOpenAIBackendAgainstServe(t *testing.T) {
 	t.Parallel()
 	const key = "test-key-openai-backend-1"
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	pr, pw := io.Pipe()
-	done := make(chan error, 1)
-	go func() {
-		err := run(ctx, []string{"serve", "-listen", "127.0.0.1:0", "-api-key", key, "-store", t.TempDir(), "-threads", "1"}, pw, io.Discard)
-		pw.Close()
-		done <- err
-	}()
-	sc := bufio.NewScanner(pr)
-	require.True(t, sc.Scan(), "serve printed nothing")
-	url := "http://" + strings.Fields(strings.TrimPrefix(sc.Text(), ListeningPrefix))[0]
-	go func() { _, _ = io.Copy(io.Discard, pr) }()
+	ctx := t.Context()
+	url := startServe(t, "-api-key", key, "-store", t.TempDir(), "-threads", "1")
 
 	s, err := openai.New(ctx, openai.Options{BaseURL: url, APIKey: key, Dialect: openai.VLLM, Model: basemodel.Name})
 	require.NoError(t, err, "the probe accepts tandem serve's log-probs")
@@ -93,6 +78,4 @@ func TestOpenAIBackendAgainstServe(t *testing.T) {
 	require.NoError(t, scorer.SetAdapter(tr.Adapter()))
 	check(1)
 
-	cancel()
-	require.NoError(t, <-done)
 }

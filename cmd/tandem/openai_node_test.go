@@ -1,12 +1,9 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -31,19 +28,8 @@ func TestOpenAINodeSDK(t *testing.T) {
 	t.Parallel()
 	nodeModules := hforacle.NodePackage(t, "openai")
 	const key = "test-key-openai-123456"
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	pr, pw := io.Pipe()
-	done := make(chan error, 1)
-	go func() {
-		err := run(ctx, []string{"serve", "-listen", "127.0.0.1:0", "-api-key", key, "-store", t.TempDir(), "-threads", "1"}, pw, io.Discard)
-		pw.Close()
-		done <- err
-	}()
-	sc := bufio.NewScanner(pr)
-	require.True(t, sc.Scan(), "serve printed nothing")
-	url := "http://" + strings.Fields(strings.TrimPrefix(sc.Text(), ListeningPrefix))[0]
-	go func() { _, _ = io.Copy(io.Discard, pr) }()
+	ctx := t.Context()
+	url := startServe(t, "-api-key", key, "-store", t.TempDir(), "-threads", "1")
 
 	ids := arithmetic.Problem{A: 12, B: 35}.PromptTokens()
 	idsJSON, _ := json.Marshal(ids)
@@ -129,6 +115,4 @@ func TestOpenAINodeSDK(t *testing.T) {
 	assert.Equal(t, http.StatusNotFound, got.Error.Status)
 	assert.Contains(t, got.Error.Message, "no-such-model")
 
-	cancel()
-	require.NoError(t, <-done)
 }

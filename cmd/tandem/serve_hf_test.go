@@ -1,10 +1,7 @@
 package main
 
 import (
-	"bufio"
-	"context"
 	"encoding/json"
-	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -37,19 +34,9 @@ func TestServeHFModel(t *testing.T) {
 	require.NoError(t, json.Unmarshal(b, &golden))
 
 	const key = "test-key-hf-123456"
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	pr, pw := io.Pipe()
-	done := make(chan error, 1)
-	go func() {
-		err := run(ctx, []string{"serve", "-listen", "127.0.0.1:0", "-api-key", key, "-store", t.TempDir(), "-model", folder, "-threads", "1"}, pw, io.Discard)
-		pw.Close()
-		done <- err
-	}()
-	sc := bufio.NewScanner(pr)
-	require.True(t, sc.Scan(), "serve printed nothing")
-	addr := strings.Fields(strings.TrimPrefix(sc.Text(), ListeningPrefix))[0]
-	go func() { _, _ = io.Copy(io.Discard, pr) }()
+	ctx := t.Context()
+	url := startServe(t, "-api-key", key, "-store", t.TempDir(), "-model", folder, "-threads", "1")
+	addr := strings.TrimPrefix(url, "http://")
 
 	c, err := tinker.New(ctx, tinker.Options{BaseURL: "http://" + addr, APIKey: key})
 	require.NoError(t, err)
@@ -114,6 +101,4 @@ func TestServeHFModel(t *testing.T) {
 	for j, lp := range seq.Logprobs {
 		assert.InDelta(t, flp[j], lp, 1e-4, "token %d: sampler vs trainer", j)
 	}
-	cancel()
-	require.NoError(t, <-done)
 }
