@@ -126,6 +126,19 @@ func TestMultiHost(t *testing.T) {
 	t.Logf("rewards across hosts: %s (rise %.3f)", formatCurve(r), rise)
 	assert.Greater(t, rise, minRise, "the loop across hosts did not learn")
 
+	seen := map[string]bool{}
+	c.mu.Lock()
+	for _, m := range c.steps {
+		for name, gap := range m.ReplicaLogprobGap {
+			seen[name] = true
+			assert.False(t, gap < 0 || gap != gap, "replica %s gap %v", name, gap)
+		}
+	}
+	last := c.steps[len(c.steps)-1].ReplicaLogprobGap
+	c.mu.Unlock()
+	assert.Len(t, seen, 2, "both sampler hosts' gaps are reported")
+	t.Logf("per-replica log-prob gap, last step: %v", last)
+
 	ps := pool.Stats()
 	for _, s := range ps.Replicas {
 		t.Logf("replica %s: calls %d, failures %d, retried away %d, ejections %d, re-admissions %d, serves version %d",

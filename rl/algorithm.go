@@ -65,4 +65,9 @@ type OutputMetrics interface {
 
 // Span is the half-open range [Start, End) of loss-input positions of datum
 // Datum.
-type Span struct{ Datum, Start, End int }
+type Span struct {
+	Datum, Start, End int
+	// Replica is the sampler replica of the group the action came from
+	// (Group.Replica), for the per-replica log-prob gap; "" when unknown.
+	Replica string
+}

@@ -69,6 +69,9 @@ type Group struct {
 	Trajectories []Trajectory `json:"trajectories"`
 	// Metrics holds numbers the environment or rollout reported.
 	Metrics map[string]float64 `json:"metrics,omitempty"`
+	// Replica is the sampler replica that produced a single-turn group
+	// (SampleOutput.Replica); "" when unknown.
+	Replica string `json:"replica,omitempty"`
 	// Source is the dataset item that produced the group; the loop hands it
 	// back to the dataset when the group is requeued. Not serialized.
 	Source any `json:"-"`

@@ -274,6 +274,9 @@ type SampleOutput struct {
 	// given the tokens before; the first position has none (nil).
 	TopKPromptLogprobs [][]TokenLogprob `json:"topk_prompt_logprobs,omitempty"`
 	Version            policy.Version   `json:"version"`
+	// Replica names the sampler replica that served the call, when a pool
+	// of them did (samplerpool sets it); "" otherwise.
+	Replica string `json:"replica,omitempty"`
 }
 
 // TokenLogprob is a token and its log-prob.

@@ -206,7 +206,7 @@ func (r *Runner) singleTurn(ctx context.Context, s rl.Sampler, p *SingleTurn) (r
 			*t = rl.Trajectory{Transitions: m.trans[i : i+1 : i+1]}
 		}
 	}
-	return rl.Group{Version: out.Version, Trajectories: m.trajs, Memory: m}, nil
+	return rl.Group{Version: out.Version, Replica: out.Replica, Trajectories: m.trajs, Memory: m}, nil
 }
 
 // groupMem is the memory of one single-turn group, recycled through the

@@ -76,8 +76,13 @@ func New(replicas []Replica, cfg Config) (*Pool, error) {
 // A retried call's result is whatever the replica that answered returns;
 // the failed attempts returned nothing. The error after the last retry,
 // a non-transient error and a cancellation are returned as they are.
+// The output's Replica names the replica that answered, unless the
+// replica set it itself (a pool of pools).
 func (p *Pool) Sample(ctx context.Context, prompt rl.ModelInput, n int, sp rl.SamplingParams) (rl.SampleOutput, error) {
-	out, _, err := p.SampleReplica(ctx, prompt, n, sp)
+	out, name, err := p.SampleReplica(ctx, prompt, n, sp)
+	if err == nil && out.Replica == "" {
+		out.Replica = name
+	}
 	return out, err
 }
 

@@ -45,10 +45,12 @@ type builder struct {
 	// sums holds the statistics of the advantages written on action
 	// positions since the last reset.
 	sums advSums
+	// replica tags the actions added next (Span.Replica).
+	replica string
 }
 
 // reset starts a new batch; the previous batch's units become scratch.
-func (b *builder) reset() { b.n, b.sums = 0, newAdvSums() }
+func (b *builder) reset() { b.n, b.sums, b.replica = 0, newAdvSums(), "" }
 
 // batch returns the units added since the last reset, their datums and
 // their action positions.
@@ -127,7 +129,7 @@ func (b *builder) add(tr *rl.Transition, adv float64) error {
 	}
 	u.start, u.end, u.src = start, n, tr
 	b.datums[b.n] = rl.Datum{ModelInput: rl.ModelInput{Chunks: u.chunk}, LossFnInputs: u.inputs}
-	b.actions[b.n] = rl.Span{Datum: b.n, Start: start, End: n}
+	b.actions[b.n] = rl.Span{Datum: b.n, Start: start, End: n, Replica: b.replica}
 	b.sums.addN(adv, n-start)
 	b.n++
 	return nil

@@ -198,6 +198,7 @@ func (g *GRPO) units(groups []rl.Group, m map[string]float64) error {
 		if g.uniform[gi] && !keepAll {
 			continue
 		}
+		g.build.replica = grp.Replica
 		for ti := range grp.Trajectories {
 			trs := grp.Trajectories[ti].Transitions
 			for k := range trs {

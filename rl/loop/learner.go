@@ -193,6 +193,7 @@ func (ln *learner) train(ctx context.Context, groups []rl.Group, name string) (S
 	var saved *rl.Future[policy.Ref]
 	var gapSum float64
 	var gapN int
+	var byReplica map[string]*gapAcc
 	for sub := range subs {
 		part := groups[sub*len(groups)/subs : (sub+1)*len(groups)/subs]
 		batch, err := l.deps.Algorithm.Batch(ctx, l.deps.Trainer, ln.version, part)
@@ -223,7 +224,7 @@ func (ln *learner) train(ctx context.Context, groups []rl.Group, name string) (S
 			return m, nil, fmt.Errorf("loop: trainer reports version %d after an optimizer step from %d; is another learner using it?", opOut.Version, ln.version)
 		}
 		ln.version = opOut.Version
-		s, n := logprobGap(batch, fbOut)
+		s, n := logprobGap(batch, fbOut, &byReplica)
 		if len(batch.Actions) == 0 {
 			s, n = batch.GapSum, batch.GapTokens
 		}
@@ -253,13 +254,30 @@ func (ln *learner) train(ctx context.Context, groups []rl.Group, name string) (S
 	} else {
 		m.LogprobGap = math.NaN()
 	}
+	for name, a := range byReplica {
+		if a.n == 0 {
+			continue
+		}
+		if m.ReplicaLogprobGap == nil {
+			m.ReplicaLogprobGap = make(map[string]float64, len(byReplica))
+		}
+		m.ReplicaLogprobGap[name] = a.sum / float64(a.n)
+	}
 	return m, saved, nil
+}
+
+// gapAcc accumulates one replica's log-prob gap.
+type gapAcc struct {
+	sum float64
+	n   int
 }
 
 // logprobGap sums |q − p| over the batch's action positions, q being the
 // sampler's log-prob (the datum's "logprobs" input) and p the trainer's
-// (the forward-backward's "logprobs" output).
-func logprobGap(b rl.Batch, out rl.ForwardBackwardOutput) (sum float64, n int) {
+// (the forward-backward's "logprobs" output). Actions tagged with a
+// sampler replica (rl.Span.Replica) are also summed per replica into
+// *byReplica, made on first use.
+func logprobGap(b rl.Batch, out rl.ForwardBackwardOutput, byReplica *map[string]*gapAcc) (sum float64, n int) {
 	if len(out.LossFnOutputs) != len(b.Datums) {
 		return 0, 0
 	}
@@ -269,10 +287,24 @@ func logprobGap(b rl.Batch, out rl.ForwardBackwardOutput) (sum float64, n int) {
 		if sp.End > len(q) || sp.End > len(p) {
 			continue
 		}
+		var s float64
 		for i := sp.Start; i < sp.End; i++ {
-			sum += math.Abs(q[i] - p[i])
+			s += math.Abs(q[i] - p[i])
 		}
+		sum += s
 		n += sp.End - sp.Start
+		if sp.Replica != "" {
+			if *byReplica == nil {
+				*byReplica = map[string]*gapAcc{}
+			}
+			a := (*byReplica)[sp.Replica]
+			if a == nil {
+				a = &gapAcc{}
+				(*byReplica)[sp.Replica] = a
+			}
+			a.sum += s
+			a.n += sp.End - sp.Start
+		}
 	}
 	return sum, n
 }

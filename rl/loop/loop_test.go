@@ -106,3 +106,63 @@ func TestDatasetExhaustionEndsRun(t *testing.T) {
 	assert.Len(t, rep.Leftover, 2)
 	assert.Equal(t, int64(30), rep.Buffer.Accepted)
 }
+
+// tagged names its samples' replica, as samplerpool does.
+type tagged struct {
+	rl.Sampler
+	name string
+}
+
+func (s tagged) Sample(ctx context.Context, p rl.ModelInput, n int, sp rl.SamplingParams) (rl.SampleOutput, error) {
+	out, err := s.Sampler.Sample(ctx, p, n, sp)
+	out.Replica = s.name
+	return out, err
+}
+
+// offset shifts every sampled log-prob by d: a replica whose numbers
+// differ from the trainer's (another dtype, a wrong --logprobs-mode).
+type offset struct {
+	rl.Sampler
+	d float64
+}
+
+func (s offset) Sample(ctx context.Context, p rl.ModelInput, n int, sp rl.SamplingParams) (rl.SampleOutput, error) {
+	out, err := s.Sampler.Sample(ctx, p, n, sp)
+	for i := range out.Sequences {
+		lp := append([]float64(nil), out.Sequences[i].Logprobs...)
+		for j := range lp {
+			lp[j] += s.d
+		}
+		out.Sequences[i].Logprobs = lp
+	}
+	return out, err
+}
+
+// TestReplicaLogprobGap: the gap is also reported per sampler replica, so
+// the one replica whose log-probs are off stands out.
+func TestReplicaLogprobGap(t *testing.T) {
+	t.Parallel()
+	tr := sim.NewTrainer(sim.TrainerConfig{})
+	good := tagged{sim.NewSampler(sim.SamplerConfig{Tokens: 4}), "good"}
+	off := tagged{offset{sim.NewSampler(sim.SamplerConfig{Tokens: 4}), 0.5}, "off"}
+	var c collector
+	l, err := New(rl.Config{GroupsPerBatch: 4, GroupSize: 2, Steps: 4},
+		Deps{Trainer: tr, Samplers: []rl.Sampler{good, off}, Dataset: newCountingDataset(1000, 1), Observer: c.observe})
+	require.NoError(t, err)
+	require.NoError(t, l.Run(context.Background()))
+	steps := c.all()
+	require.Len(t, steps, 4)
+	for _, m := range steps {
+		require.Contains(t, m.ReplicaLogprobGap, "good")
+		require.Contains(t, m.ReplicaLogprobGap, "off")
+		assert.InDelta(t, 0, m.ReplicaLogprobGap["good"], 1e-9)
+		assert.InDelta(t, 0.5, m.ReplicaLogprobGap["off"], 1e-6)
+		assert.Greater(t, m.LogprobGap, 0.0)
+		assert.Less(t, m.LogprobGap, 0.5, "the mean over both replicas lies between them")
+	}
+	single := tagged{sim.NewSampler(sim.SamplerConfig{Tokens: 4}), ""}
+	l, err = New(rl.Config{GroupsPerBatch: 2, GroupSize: 2, Steps: 1}, Deps{Trainer: sim.NewTrainer(sim.TrainerConfig{}), Samplers: []rl.Sampler{single}, Dataset: newCountingDataset(10, 1), Observer: c.observe})
+	require.NoError(t, err)
+	require.NoError(t, l.Run(context.Background()))
+	assert.Nil(t, c.all()[4].ReplicaLogprobGap, "no replica names, no per-replica gaps")
+}

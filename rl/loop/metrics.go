@@ -35,6 +35,9 @@ type StepMetrics struct {
 	// log-probs.
 	LogprobGap      float64 `json:"logprob_gap"`
 	LogprobGapValid bool    `json:"logprob_gap_valid"`
+	// ReplicaLogprobGap is LogprobGap per sampler replica, for groups a
+	// pool of replicas sampled (rl.Group.Replica); nil when none did.
+	ReplicaLogprobGap map[string]float64 `json:"replica_logprob_gap,omitempty"`
 	// Cumulative counts since the run started.
 	Dropped  int64 `json:"dropped"`
 	Requeued int64 `json:"requeued"`
