@@ -55,6 +55,8 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.String("renderer", "", "with -model: chat renderer (default: the folder's chat template, else role_colon)")
 	fs.String("sampler-url", "", "sample through OpenAI-compatible servers instead of in process: comma-separated URLs (tandem serve -role sampler, vLLM, SGLang; key $TANDEM_API_KEY), one replica each; they must read the run folder")
 	fs.String("sampler-dialect", "", "with -sampler-url: vllm (default; tandem serve speaks it) or sglang")
+	withUI := fs.Bool("ui", false, "serve the run dashboard (tandem ui) over -dir while the job runs, on -ui-listen")
+	uiListen := fs.String("ui-listen", "127.0.0.1:8080", "with -ui: loopback host:port of the dashboard (port 0 picks a free one)")
 	otel := fs.String("otel", os.Getenv("TANDEM_OTEL"), otelHelp)
 	quiet := fs.Bool("quiet", false, "print only the summary")
 	if err := parseFlags(fs, args); err != nil {
@@ -73,6 +75,20 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return usagef("%v", err)
 	}
 
+	if *withUI {
+		if err := checkListen("train -ui", *uiListen, false); err != nil {
+			return err
+		}
+		if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
+			return fmt.Errorf("train: -ui: %w", err)
+		}
+		url, _, stop, err := startUI(cfg.Dir, *uiListen, "")
+		if err != nil {
+			return fmt.Errorf("train: %w", err)
+		}
+		defer func() { _ = stop() }()
+		fmt.Fprintf(stderr, "dashboard: %s (runs in %s; the run appears once it starts)\n", url, cfg.Dir)
+	}
 	disp := progress.New(stderr)
 	hooks := train.Hooks{Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
 	if !*quiet {

@@ -41,35 +41,51 @@ func runUI(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if st, err := os.Stat(f.runs); err != nil || !st.IsDir() {
 		return usagef("ui: -runs %q is not a folder", f.runs)
 	}
-	h, err := ui.New(f.runs, ui.Options{APIKey: f.apiKey})
+	url, wait, stop, err := startUI(f.runs, f.listen, f.apiKey)
 	if err != nil {
-		return fmt.Errorf("ui: %w", err)
+		return err
 	}
-	ln, err := net.Listen("tcp", f.listen)
-	if err != nil {
-		return fmt.Errorf("ui: %w", err)
-	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
-	fmt.Fprintf(stdout, "%shttp://%s (runs %s)\n", UIListeningPrefix, ln.Addr(), f.runs)
-	done := make(chan error, 1) // the one result of Serve
-	go func() { done <- srv.Serve(ln) }()
+	fmt.Fprintf(stdout, "%s%s (runs %s)\n", UIListeningPrefix, url, f.runs)
 	select {
-	case err := <-done:
+	case err := <-wait:
 		return fmt.Errorf("ui: %w", err)
 	case <-ctx.Done():
 	}
-	// Event streams end when their requests' contexts do: Shutdown waits
-	// for idle connections only, so close the rest after a grace period.
-	sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	serr := srv.Shutdown(sctx)
-	if serr != nil {
-		serr = srv.Close()
+	return stop()
+}
+
+// startUI serves the dashboard over runs on listen and returns its URL, a
+// channel that yields Serve's error if it fails, and stop, which shuts the
+// server down (event streams are cut after a 2 s grace) and returns its
+// error.
+func startUI(runs, listen, apiKey string) (url string, failed <-chan error, stop func() error, err error) {
+	h, err := ui.New(runs, ui.Options{APIKey: apiKey})
+	if err != nil {
+		return "", nil, nil, fmt.Errorf("ui: %w", err)
 	}
-	if err := <-done; !errors.Is(err, http.ErrServerClosed) {
-		return fmt.Errorf("ui: %w", err)
+	ln, err := net.Listen("tcp", listen)
+	if err != nil {
+		return "", nil, nil, fmt.Errorf("ui: %w", err)
 	}
-	return serr
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	done := make(chan error, 1) // the one result of Serve
+	go func() { done <- srv.Serve(ln) }()
+	stop = func() error {
+		// Event streams end when their requests' contexts do: Shutdown
+		// waits for idle connections only, so close the rest after a grace
+		// period.
+		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		serr := srv.Shutdown(sctx)
+		if serr != nil {
+			serr = srv.Close()
+		}
+		if err := <-done; !errors.Is(err, http.ErrServerClosed) {
+			return fmt.Errorf("ui: %w", err)
+		}
+		return serr
+	}
+	return "http://" + ln.Addr().String(), done, stop, nil
 }
 
 // checkUIFlags applies the listen rule: loopback is open; anything else

@@ -1,9 +1,15 @@
 package main
 
 import (
+	"bufio"
+	"context"
+	"io"
+	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestUIFlagChecks(t *testing.T) {
@@ -42,4 +48,44 @@ func TestUICommandRefusesRemote(t *testing.T) {
 	assert.Equal(t, 2, exitCode(err))
 	err = run(t.Context(), []string{"ui", "-runs", t.TempDir() + "/missing", "-listen", "127.0.0.1:0"}, nil, nil)
 	assert.ErrorContains(t, err, "not a folder")
+}
+
+// train -ui serves the dashboard over the runs folder while the job runs,
+// and stops it with the job.
+func TestTrainServesDashboard(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	dir := t.TempDir()
+	go func() {
+		// Long enough that the job is still running when the page is
+		// fetched; it is cancelled right after.
+		err := run(ctx, []string{"train", "-ui", "-ui-listen", "127.0.0.1:0", "-base", tinyBase(t), "-dir", dir, "-steps", "100000",
+			"-groups", "2", "-group-size", "2", "-max-tokens", "4", "-eval-problems", "2", "-quiet"}, io.Discard, pw)
+		pw.Close()
+		done <- err
+	}()
+	sc := bufio.NewScanner(pr)
+	var url string
+	for sc.Scan() {
+		if u, ok := strings.CutPrefix(sc.Text(), "dashboard: "); ok {
+			url = strings.Fields(u)[0]
+			break
+		}
+	}
+	require.NotEmpty(t, url, "train -ui printed no dashboard line")
+	go func() { _, _ = io.Copy(io.Discard, pr) }()
+	resp, err := http.Get(url + "/")
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	cancel()
+	err = <-done // cut short: its error is the cancellation's
+	require.ErrorIs(t, err, context.Canceled, "the job was still running when cancelled")
+	_, err = http.Get(url + "/")
+	assert.Error(t, err, "the dashboard stops with the job")
+	_, _, err = runCLI("train", "-ui", "-ui-listen", "0.0.0.0:0", "-dir", dir)
+	require.ErrorContains(t, err, "not a loopback address")
 }
