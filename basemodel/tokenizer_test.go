@@ -70,3 +70,17 @@ func TestTokenizerFiles(t *testing.T) {
 	require.NotEmpty(t, tj)
 	require.NotEmpty(t, cj)
 }
+
+// TokenText of the shipped tokenizer is the character vocabulary's text
+// of each token, which the engine's samplers match stop strings against by
+// default.
+func TestTokenText(t *testing.T) {
+	t.Parallel()
+	tok, err := Tokenizer()
+	require.NoError(t, err)
+	var chars engine.Tokenizer
+	for id := engine.Newline; id < engine.VocabSize; id++ {
+		require.Equal(t, chars.Decode([]int{id}), tok.TokenText(id), "token %d", id)
+	}
+	require.Equal(t, "", tok.TokenText(1<<20), "an unknown id")
+}

@@ -11,6 +11,16 @@ import (
 var names = []string{"qwen3", "qwen3_disable_thinking", "qwen3_preserve_thinking", "llama3",
 	"deepseek_v3", "gemma3", "role_colon", "jinja"}
 
+// DefaultName is the renderer to use for a model folder when none is
+// named: "jinja" (its own chat template) when cfg has one, else
+// "role_colon".
+func DefaultName(cfg tokenizer.Config) string {
+	if cfg.ChatTemplate != "" {
+		return "jinja"
+	}
+	return "role_colon"
+}
+
 // Names lists the renderer names New accepts.
 func Names() []string { return append([]string(nil), names...) }
 

@@ -19,6 +19,11 @@ type SamplerOptions struct {
 	// MaxConcurrent·Threads goroutines. With few samples per call, several
 	// one-thread calls use cores better than one call on several threads.
 	MaxConcurrent int
+	// TokenText is a token's text, which stop strings are matched against;
+	// nil means the shipped character vocabulary's. A model with another
+	// tokenizer (a Hugging Face folder) must set it, e.g. to the decoding
+	// of the one token.
+	TokenText func(id int) string
 }
 
 // Sampler generates completions with a KV cache from a base model it
@@ -172,14 +177,18 @@ func (s *Sampler[T]) Sample(ctx context.Context, prompt []int, n int, p Sampling
 		return nil, nil, err
 	}
 	defer s.release()
-	d := &decoder[T]{cfg: cfg, nt: s.net()}
+	d := &decoder[T]{cfg: cfg, nt: s.net(), tokenText: s.opts.TokenText}
+	if d.tokenText == nil {
+		d.tokenText = tokenText
+	}
 	return d.run(ctx, prompt, n, p)
 }
 
 // decoder is the state of one Sample call.
 type decoder[T Float] struct {
-	cfg Config
-	nt  *net[T] // the served weights, forward only
+	cfg       Config
+	nt        *net[T]             // the served weights, forward only
+	tokenText func(id int) string // for stop strings
 
 	tp, maxNew int
 	pk, pv     [][]T // per layer: the prompt's keys and values, tp×KVDim
@@ -238,7 +247,7 @@ func (d *decoder[T]) run(ctx context.Context, prompt []int, n int, p SamplingPar
 			return false
 		}
 		if maxStop > 0 {
-			texts[i].WriteString(tokenText(tok))
+			texts[i].WriteString(d.tokenText(tok))
 			t := texts[i].String()
 			tail := t[max(0, len(t)-maxStop-4):]
 			for _, st := range p.StopStrings {

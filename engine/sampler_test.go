@@ -2,8 +2,10 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -350,4 +352,25 @@ func TestSamplerConcurrentUse(t *testing.T) {
 	got, _, err := s.Sample(context.Background(), []int{BOS, 5}, 2, p)
 	require.NoError(t, err)
 	assert.Equal(t, want, got, "back on the base, same results")
+}
+
+// Stop strings are matched against SamplerOptions.TokenText's text of each
+// token (a Hugging Face tokenizer's), not the character vocabulary's.
+func TestStopStringsUseTokenText(t *testing.T) {
+	t.Parallel()
+	base := hfModel[float64](t, qwenLikeConfig(), 5)
+	text := func(id int) string { return fmt.Sprintf("<%d>", id) }
+	s, err := NewSampler(base, SamplerOptions{TokenText: text})
+	require.NoError(t, err)
+	ctx := context.Background()
+	prompt := []int{1, 2, 3}
+	free, _, err := s.Sample(ctx, prompt, 1, SamplingParams{MaxTokens: 8, Temperature: 0})
+	require.NoError(t, err)
+	toks := free[0].Tokens
+	require.Len(t, toks, 8)
+	k := slices.Index(toks, toks[3]) // the first occurrence of the 4th token stops it
+	stopped, _, err := s.Sample(ctx, prompt, 1, SamplingParams{MaxTokens: 8, Temperature: 0, StopStrings: []string{text(toks[3])}})
+	require.NoError(t, err)
+	assert.Equal(t, toks[:k+1], stopped[0].Tokens)
+	assert.Equal(t, StopStop, stopped[0].StopReason)
 }

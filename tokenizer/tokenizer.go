@@ -131,6 +131,18 @@ func (t *Tokenizer) Token(id int) (string, bool) {
 	return t.model.vocabulary().token(id)
 }
 
+// TokenText is the text of token id decoded alone, special tokens
+// included: what a sampler matches stop strings against, token by token (a
+// character split across byte-level tokens shows as U+FFFD in each part).
+// An unknown id is "".
+func (t *Tokenizer) TokenText(id int) string {
+	s, err := t.Decode([]int{id}, false)
+	if err != nil {
+		return ""
+	}
+	return s
+}
+
 // VocabSize is Hugging Face's get_vocab_size(with_added_tokens=True): the
 // model's tokens plus the added tokens that are not among them.
 func (t *Tokenizer) VocabSize() int { return t.vocabSize }

@@ -21,13 +21,14 @@ import (
 // engine. They share one shelf, through which the trainer publishes
 // versions, and one checkpoint store in the run folder.
 type backends struct {
-	base     *engine.Model[float32]
-	name     string            // the base's name in checkpoints
-	w        arithmetic.Writer // how the task is written for the base
-	store    *checkpoint.Store
-	shelf    *local.Shelf
-	trainer  *local.Trainer
-	samplers []rl.Sampler
+	base      *engine.Model[float32]
+	name      string              // the base's name in checkpoints
+	w         arithmetic.Writer   // how the task is written for the base
+	tokenText func(id int) string // stop strings' token text (nil: characters)
+	store     *checkpoint.Store
+	shelf     *local.Shelf
+	trainer   *local.Trainer
+	samplers  []rl.Sampler
 }
 
 // newBackends opens the checkpoint store under dir and starts the trainer
@@ -48,7 +49,7 @@ func newBackends(ctx context.Context, cfg Config, mdl *model, dir string) (*back
 	if err != nil {
 		return nil, fmt.Errorf("trainer: %w", err)
 	}
-	b := &backends{base: base, name: mdl.name, w: mdl.w, store: store, shelf: shelf, trainer: trainer, samplers: make([]rl.Sampler, cfg.Samplers)}
+	b := &backends{base: base, name: mdl.name, w: mdl.w, tokenText: mdl.tokenText, store: store, shelf: shelf, trainer: trainer, samplers: make([]rl.Sampler, cfg.Samplers)}
 	if remote {
 		if err := b.remoteSamplers(ctx, cfg); err != nil {
 			b.close()
@@ -57,7 +58,7 @@ func newBackends(ctx context.Context, cfg Config, mdl *model, dir string) (*back
 		return b, nil
 	}
 	for i := range b.samplers {
-		s, err := local.NewSampler(base, local.SamplerOptions{Threads: cfg.SamplerThreads, Shelf: shelf, Store: store,
+		s, err := local.NewSampler(base, local.SamplerOptions{Threads: cfg.SamplerThreads, Shelf: shelf, Store: store, TokenText: mdl.tokenText,
 			Seed: uint64(cfg.RL.Seed) + uint64(i)})
 		if err != nil {
 			b.close()

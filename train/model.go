@@ -21,6 +21,9 @@ type model struct {
 	chat bool              // w renders chats: the reward's format term is ChatFormat
 	// decodePrompt is the text of prompt tokens (for reward plugins).
 	decodePrompt func([]int) string
+	// tokenText is one token's text, for the samplers' stop strings (nil:
+	// the shipped character vocabulary's).
+	tokenText func(id int) string
 	// stopTokens and stopStrings replace the sampling stops of the config
 	// for a chat model (its renderer's and its EOS ids); nil keeps them.
 	stopTokens  []int
@@ -51,10 +54,7 @@ func loadModel(cfg Config) (*model, error) {
 	}
 	name := cfg.Renderer
 	if name == "" {
-		name = "role_colon"
-		if tok.Config().ChatTemplate != "" {
-			name = "jinja"
-		}
+		name = chat.DefaultName(tok.Config())
 	}
 	r, err := chat.New(name, tok, tok.Config())
 	if err != nil {
@@ -68,7 +68,7 @@ func loadModel(cfg Config) (*model, error) {
 	}
 	decode := func(ids []int) string { s, _ := tok.Decode(ids, true); return s }
 	return &model{base: m, name: info.Name, w: arithmetic.Chat{R: r}, chat: true, decodePrompt: decode,
-		stopTokens: stops, stopStrings: r.StopStrings()}, nil
+		tokenText: tok.TokenText, stopTokens: stops, stopStrings: r.StopStrings()}, nil
 }
 
 // sampling returns p with the model's stops.

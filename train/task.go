@@ -70,7 +70,7 @@ func heldOut(n int) []arithmetic.Problem {
 // share of problems the reward's correctness term scores 1
 // (arithmetic.Evaluate).
 func (b *backends) evaluate(ctx context.Context, ref *policy.Ref, cfg Config, held []arithmetic.Problem) (float64, error) {
-	s, err := local.NewSampler(b.base, local.SamplerOptions{Threads: cfg.TrainerThreads + cfg.SamplerThreads, Shelf: b.shelf})
+	s, err := local.NewSampler(b.base, local.SamplerOptions{Threads: cfg.TrainerThreads + cfg.SamplerThreads, Shelf: b.shelf, TokenText: b.tokenText})
 	if err != nil {
 		return 0, err
 	}

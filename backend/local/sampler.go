@@ -24,6 +24,9 @@ type SamplerOptions struct {
 	Store *checkpoint.Store
 	// Seed seeds the stream of per-call seeds used when a call gives none.
 	Seed uint64
+	// TokenText is the text of a token for stop strings (engine
+	// SamplerOptions.TokenText); nil: the shipped character vocabulary's.
+	TokenText func(id int) string
 }
 
 // Sampler implements rl.Sampler on the embedded engine. It behaves like one
@@ -53,7 +56,7 @@ func NewSampler(base *engine.Model[float32], opts SamplerOptions) (*Sampler, err
 	if opts.Threads <= 0 {
 		opts.Threads = 1
 	}
-	eng, err := engine.NewSampler(base, engine.SamplerOptions{Threads: opts.Threads})
+	eng, err := engine.NewSampler(base, engine.SamplerOptions{Threads: opts.Threads, TokenText: opts.TokenText})
 	if err != nil {
 		return nil, fmt.Errorf("local: new sampler: %w", err)
 	}

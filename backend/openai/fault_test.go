@@ -90,8 +90,10 @@ func TestFaultTable(t *testing.T) {
 		{
 			name:   "a replica that hangs: per-request timeout, retried, then a ConnError",
 			inject: func(f *fakeVLLM) { f.hang = true },
-			opts:   func(o *Options) { o.RequestTimeout = 30 * time.Millisecond },
 			act: func(s *Sampler) error {
+				// Only the hung calls run under this bound (a hung call never
+				// answers, so any bound is right); New's calls did not.
+				s.t.opts.RequestTimeout = 30 * time.Millisecond
 				_, err := s.Sample(context.Background(), rl.Tokens([]int{1}), 1, greedy2)
 				return err
 			},

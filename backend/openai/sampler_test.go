@@ -285,12 +285,17 @@ func TestCancelledSampleReleasesVersion(t *testing.T) {
 func TestLoadHangsAndUnloadFails(t *testing.T) {
 	t.Parallel()
 	f := newFakeVLLM()
-	s, _ := newVLLMSampler(t, f, func(o *Options) { o.MaxLoadedVersions = 1; o.AdminTimeout = 20 * time.Millisecond; o.MaxRetries = 1 })
+	s, _ := newVLLMSampler(t, f, func(o *Options) { o.MaxLoadedVersions = 1; o.MaxRetries = 1 })
 	ctx := context.Background()
 	f.mu.Lock()
 	f.hangLoads = true
 	f.mu.Unlock()
+	// A short bound only while loads hang (they never answer, so any bound
+	// is right); the loads after run under the default.
+	admin := s.t.opts.AdminTimeout
+	s.t.opts.AdminTimeout = 20 * time.Millisecond
 	err := s.Load(ctx, ref(1))
+	s.t.opts.AdminTimeout = admin
 	var ce *ConnError
 	require.ErrorAs(t, err, &ce)
 	assert.ErrorIs(t, err, context.DeadlineExceeded)

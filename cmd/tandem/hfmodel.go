@@ -59,10 +59,7 @@ func (md *modelDir) renderer(name string) (chat.Renderer, error) {
 	}
 	cfg := md.tok.Config()
 	if name == "" {
-		name = "role_colon"
-		if cfg.ChatTemplate != "" {
-			name = "jinja"
-		}
+		name = chat.DefaultName(cfg)
 	}
 	return chat.New(name, md.tok, cfg)
 }
@@ -101,6 +98,7 @@ func sampleModelDir(ctx context.Context, stdout io.Writer, a sampleDirArgs) erro
 			return fmt.Errorf("sample: render the prompt: %w", err)
 		}
 		stops = append(r.StopTokens(), stops...)
+		a.p.StopStrings = r.StopStrings()
 	}
 	if len(ids) == 0 {
 		return usagef("sample: -prompt encodes to no tokens")
@@ -109,7 +107,7 @@ func sampleModelDir(ctx context.Context, stdout io.Writer, a sampleDirArgs) erro
 	if free := md.model.Config.Context - len(ids); a.p.MaxTokens > free {
 		a.p.MaxTokens = max(free, 0)
 	}
-	s, err := engine.NewSampler(md.model, engine.SamplerOptions{Threads: a.threads})
+	s, err := engine.NewSampler(md.model, engine.SamplerOptions{Threads: a.threads, TokenText: md.tok.TokenText})
 	if err != nil {
 		return err
 	}

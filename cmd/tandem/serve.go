@@ -193,9 +193,13 @@ func newServer(ctx context.Context, f serveFlags, stderr io.Writer) (*server.Ser
 	if f.samplerThreads == 0 {
 		f.samplerThreads = f.threads
 	}
+	var tokenText map[string]func(int) string
+	if md != nil && md.tok != nil {
+		tokenText = map[string]func(int) string{f.baseName: md.tok.TokenText}
+	}
 	be, err := localbackend.New(localbackend.Options{
 		Bases: map[string]*engine.Model[float32]{f.baseName: base}, Store: st,
-		TrainerThreads: f.threads, SamplerThreads: f.samplerThreads,
+		TrainerThreads: f.threads, SamplerThreads: f.samplerThreads, TokenText: tokenText,
 	})
 	if err != nil {
 		return nil, nil, nil, nil, fmt.Errorf("serve: %w", err)

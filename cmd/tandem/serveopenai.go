@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/tandemrl/tandem/basemodel"
+	"github.com/tandemrl/tandem/chat"
 	"github.com/tandemrl/tandem/engine"
 	"github.com/tandemrl/tandem/server/localbackend"
 	"github.com/tandemrl/tandem/server/openai"
@@ -29,10 +30,7 @@ func openAISurface(f serveFlags, be *localbackend.Backend, base *engine.Model[fl
 			fmt.Fprintf(stderr, "tandem serve: no OpenAI-compatible surface (/v1/): %s has no tokenizer.json\n", md.dir)
 			return nil, nil
 		}
-		m.Tokenizer, m.Root = md.tok, md.dir
-		if md.tok.Config().ChatTemplate != "" {
-			m.Renderer = "jinja"
-		}
+		m.Tokenizer, m.Root, m.Renderer = md.tok, md.dir, chat.DefaultName(md.tok.Config())
 	default:
 		tok, err := basemodel.Tokenizer()
 		if err != nil {

@@ -47,6 +47,10 @@ type Options struct {
 	// each other's draws. Zero means a seed drawn at random, so that two
 	// processes differ too.
 	Seed uint64
+	// TokenText gives, per base name, one token's text, which samplers
+	// match stop strings against (a Hugging Face model's tokenizer); a base
+	// without one uses the shipped character vocabulary's.
+	TokenText map[string]func(id int) string
 }
 
 // Backend makes local trainers and samplers; safe for concurrent use.
@@ -145,7 +149,8 @@ func (b *Backend) NewSampler(_ context.Context, base string) (rl.Sampler, error)
 	}
 	n := b.samplers.Add(1)
 	seed := rand.New(rand.NewPCG(b.opts.Seed, n)).Uint64()
-	return local.NewSampler(m, local.SamplerOptions{Threads: b.opts.SamplerThreads, Shelf: b.opts.Shelf, Store: b.opts.Store, Seed: seed})
+	return local.NewSampler(m, local.SamplerOptions{Threads: b.opts.SamplerThreads, Shelf: b.opts.Shelf, Store: b.opts.Store, Seed: seed,
+		TokenText: b.opts.TokenText[base]})
 }
 
 // LoraConfig converts create_model's lora_config to the engine's: the same
