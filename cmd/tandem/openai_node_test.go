@@ -69,6 +69,22 @@ func TestOpenAINodeSDK(t *testing.T) {
 			Status  int
 			Message string
 		}
+		Stream []struct {
+			Text          string
+			FinishReason  string    `json:"finish_reason"`
+			TokenIDs      []int     `json:"token_ids"`
+			TokenLogprobs []float64 `json:"token_logprobs"`
+			Chunks        int
+		}
+		StreamUsage struct {
+			PromptTokens     int `json:"prompt_tokens"`
+			CompletionTokens int `json:"completion_tokens"`
+		} `json:"stream_usage"`
+		ChatStream struct {
+			Role, Content string
+			FinishReason  string `json:"finish_reason"`
+			Chunks        int
+		} `json:"chat_stream"`
 	}
 	require.NoError(t, json.Unmarshal(out, &got), "%s", out)
 	t.Logf("openai %s: %s", got.SDK, out)
@@ -111,6 +127,20 @@ func TestOpenAINodeSDK(t *testing.T) {
 		assert.LessOrEqual(t, lp.Logprob, 0.0)
 		assert.Equal(t, 2, lp.Top)
 	}
+	// The SDK's stream reader joins tandem's chunks to the same completion.
+	require.Len(t, got.Stream, 2)
+	for i, c := range got.Stream {
+		assert.Equal(t, got.ByIDs[i].Text, c.Text, "streamed choice %d", i)
+		assert.Equal(t, got.ByIDs[i].TokenIDs, c.TokenIDs, "streamed choice %d", i)
+		assert.Equal(t, got.ByIDs[i].TokenLogprobs, c.TokenLogprobs, "streamed choice %d", i)
+		assert.Equal(t, got.ByIDs[i].FinishReason, c.FinishReason, "streamed choice %d", i)
+		assert.Equal(t, len(c.TokenIDs), c.Chunks, "one chunk per token")
+	}
+	assert.Equal(t, got.Usage, got.StreamUsage)
+	assert.Equal(t, "assistant", got.ChatStream.Role)
+	assert.Equal(t, got.Chat.Content, got.ChatStream.Content)
+	assert.Equal(t, got.Chat.FinishReason, got.ChatStream.FinishReason)
+	assert.Greater(t, got.ChatStream.Chunks, 1)
 	require.NotNil(t, got.Error, "an unknown model is an error")
 	assert.Equal(t, http.StatusNotFound, got.Error.Status)
 	assert.Contains(t, got.Error.Message, "no-such-model")

@@ -84,6 +84,7 @@ func (h *Handler) chatCompletions(ctx context.Context, body []byte) (reply, erro
 	}
 	resp := ChatResponse{ID: newID("chatcmpl-"), Object: "chat.completion", Created: h.opts.Now().Unix(), Model: t.name, Choices: []ChatChoice{}}
 	resp.Usage.PromptTokens = len(ids)
+	var parts []streamPart
 	k := 0
 	if req.TopLogprobs != nil {
 		k = *req.TopLogprobs
@@ -121,11 +122,21 @@ func (h *Handler) chatCompletions(ctx context.Context, body []byte) (reply, erro
 		}
 		resp.Usage.CompletionTokens += len(sq.tokens)
 		resp.Choices = append(resp.Choices, ch)
+		if g.stream.on {
+			pieces, err := textDeltas(b.Tokenizer, g.skipSpecial, sq.tokens, msg.Content)
+			if err != nil {
+				return reply{}, err
+			}
+			parts = append(parts, streamPart{tokens: sq.tokens, pieces: pieces, prompt: ids})
+		}
 	}
 	if g.tokenIDs {
 		resp.PromptTokenIDs = ids
 	}
 	resp.Usage.TotalTokens = resp.Usage.PromptTokens + resp.Usage.CompletionTokens
+	if g.stream.on {
+		return reply{stream: chatChunks(resp, parts, g)}, nil
+	}
 	return reply{json: resp}, nil
 }
 

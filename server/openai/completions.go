@@ -69,6 +69,10 @@ func (h *Handler) completions(ctx context.Context, body []byte) (reply, error) {
 	if err != nil {
 		return reply{}, err
 	}
+	if promptK != nil && g.stream.on {
+		return reply{}, badRequest("prompt_logprobs", "`prompt_logprobs` are not available when `stream=True`.")
+	}
+	var parts []streamPart
 	addSpecial := req.AddSpecialTokens == nil || *req.AddSpecialTokens
 	prompts := make([][]int, len(req.Prompt.Items))
 	for i, it := range req.Prompt.Items {
@@ -127,6 +131,13 @@ func (h *Handler) completions(ctx context.Context, body []byte) (reply, error) {
 			ch.Index = i*g.n + j
 			ch.PromptLogprobs = promptLPJSON
 			resp.Usage.CompletionTokens += len(ch.TokenIDs)
+			if g.stream.on {
+				pieces, err := textDeltas(b.Tokenizer, g.skipSpecial, ch.TokenIDs, ch.Text[ch.echoLen:])
+				if err != nil {
+					return reply{}, err
+				}
+				parts = append(parts, streamPart{tokens: ch.TokenIDs, pieces: pieces, prompt: ids})
+			}
 			if !g.tokenIDs {
 				ch.TokenIDs, ch.PromptTokenIDs = nil, nil
 			}
@@ -134,6 +145,9 @@ func (h *Handler) completions(ctx context.Context, body []byte) (reply, error) {
 		}
 	}
 	resp.Usage.TotalTokens = resp.Usage.PromptTokens + resp.Usage.CompletionTokens
+	if g.stream.on {
+		return reply{stream: completionChunks(resp, parts, g)}, nil
+	}
 	return reply{json: resp}, nil
 }
 
@@ -155,6 +169,7 @@ func (h *Handler) choice(ctx context.Context, t target, g *gen, req *CompletionR
 			return CompletionChoice{}, badRequest("prompt", "decoding the prompt: %v", err)
 		}
 		ch.Text = echoText + ch.Text
+		ch.echoLen = len(echoText)
 	}
 	if req.Logprobs == nil {
 		return ch, nil

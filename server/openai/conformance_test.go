@@ -100,6 +100,8 @@ func TestConformanceResponses(t *testing.T) {
 	}{
 		{"completion_response.json", &CompletionResponse{}},
 		{"chat_response.json", &ChatResponse{}},
+		{"completion_stream_response.json", &CompletionStreamResponse{}},
+		{"chat_stream_response.json", &ChatStreamResponse{}},
 		{"models_response.json", &ModelList{}},
 		{"error_response.json", &ErrorResponse{}},
 	}

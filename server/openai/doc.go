@@ -12,8 +12,17 @@
 // any OpenAI client, and a client written for vLLM's runtime LoRA
 // endpoints, works against it. As in vLLM, fields the handler does not
 // know are ignored; fields it knows but cannot honour (beam search,
-// penalties, logit_bias, streaming, ...) are refused with a 400 that names
-// the field.
+// penalties, logit_bias, ...) are refused with a 400 that names the field.
+//
+// "stream": true answers with vLLM's server-sent events: one chunk per
+// token of each choice (the choices interleaved), carrying the text the
+// token adds, its log-probs and, with return_token_ids, its id; the
+// choice's last chunk carries finish_reason; stream_options.include_usage
+// adds a last chunk with the usage, continuous_usage_stats the usage so
+// far on every chunk; then "data: [DONE]". Joined, the chunks are the
+// unstreamed response of the same request and seed. The samplers return
+// whole sequences, so the events are sent when the call's sampling ends:
+// the stream has vLLM's shape, not its time to first token.
 //
 // Log-probs have tandem's semantics, which are vLLM's
 // --logprobs-mode processed_logprobs: the log-probability of each sampled

@@ -268,10 +268,12 @@ func apiKey(r *http.Request) string {
 	return r.Header.Get("X-API-Key")
 }
 
-// reply is what an endpoint answers: JSON (default) or plain text.
+// reply is what an endpoint answers: JSON (default), plain text, or the
+// chunks of a streamed answer.
 type reply struct {
-	json any
-	text string
+	json   any
+	text   string
+	stream []any
 }
 
 type endpointFunc func(ctx context.Context, body []byte) (reply, error)
@@ -300,6 +302,10 @@ func (h *Handler) endpoint(f endpointFunc) http.HandlerFunc {
 		rep, err := f(r.Context(), body)
 		if err != nil {
 			writeError(w, err)
+			return
+		}
+		if rep.stream != nil {
+			writeStream(w, rep.stream)
 			return
 		}
 		if rep.json == nil {

@@ -169,6 +169,8 @@ type CompletionChoice struct {
 	TokenIDs       []int               `json:"token_ids,omitempty"`
 	PromptLogprobs json.RawMessage     `json:"prompt_logprobs,omitempty"`
 	PromptTokenIDs []int               `json:"prompt_token_ids,omitempty"`
+
+	echoLen int // bytes of Text that echo the prompt
 }
 
 // Usage is vLLM's UsageInfo.

@@ -21,6 +21,7 @@ type gen struct {
 	skipSpecial bool
 	asIDs       bool // return_tokens_as_token_ids
 	tokenIDs    bool // return_token_ids
+	stream      streaming
 }
 
 // unsupported refuses fields tandem knows but cannot honour, naming them.
@@ -30,9 +31,7 @@ func unsupported(f *samplingFields) error {
 		return badRequest(field, "%s is not supported by tandem serve; %s", field, what)
 	}
 	switch {
-	case f.Stream != nil && *f.Stream:
-		return why("stream", "send \"stream\": false and read the whole response")
-	case len(f.StreamOptions) > 0 && string(f.StreamOptions) != "null":
+	case present(f.StreamOptions) && (f.Stream == nil || !*f.Stream):
 		return badRequest("stream_options", "Stream options can only be defined when `stream=True`.")
 	case f.UseBeamSearch:
 		return why("use_beam_search", "sample with n instead")
@@ -120,6 +119,11 @@ func (h *Handler) newGen(f *samplingFields, b *base, prompts int) (gen, error) {
 	}
 	g.asIDs = f.ReturnTokensAsTokenIDs != nil && *f.ReturnTokensAsTokenIDs
 	g.tokenIDs = f.ReturnTokenIDs != nil && *f.ReturnTokenIDs
+	st, err := newStreaming(f)
+	if err != nil {
+		return gen{}, err
+	}
+	g.stream = st
 	return g, nil
 }
 
