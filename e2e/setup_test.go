@@ -95,8 +95,14 @@ func formatCurve(xs []float64) string {
 // runLoop runs the arithmetic loop on tr and smp and returns its curve.
 func runLoop(ctx context.Context, t *testing.T, run string, tr rl.Trainer, smp rl.Sampler, after func(loop.StepMetrics)) *curve {
 	t.Helper()
+	return runLoopConfig(ctx, t, rlConfig(run), tr, smp, after)
+}
+
+// runLoopConfig is runLoop with its own config.
+func runLoopConfig(ctx context.Context, t *testing.T, cfg rl.Config, tr rl.Trainer, smp rl.Sampler, after func(loop.StepMetrics)) *curve {
+	t.Helper()
 	c := &curve{after: after}
-	lp, err := loop.New(rlConfig(run), loop.Deps{
+	lp, err := loop.New(cfg, loop.Deps{
 		Trainer: tr, Samplers: []rl.Sampler{smp},
 		Dataset: rollout.NewSliceDataset(problems(t), 0, -1), Decode: arithmetic.Decode,
 		Observer: c.observe,
