@@ -1,0 +1,413 @@
+package kernels
+
+import (
+	"math"
+	"sync"
+	"unsafe"
+)
+
+// BF16 is a bfloat16 number: the upper 16 bits of a float32 (sign, the
+// 8-bit exponent and 7 bits of mantissa), the precision most checkpoints of
+// real models are stored in.
+type BF16 uint16
+
+// ToBF16 rounds f to the nearest bfloat16, ties to even; infinities stay
+// infinite and a NaN stays a (quiet) NaN of the same sign.
+func ToBF16(f float32) BF16 {
+	b := math.Float32bits(f)
+	if b&0x7fffffff > 0x7f800000 {
+		return BF16(b>>16 | 0x40)
+	}
+	b += 0x7fff + (b>>16)&1
+	return BF16(b >> 16)
+}
+
+// Float32 is b as a float32 (exact).
+func (b BF16) Float32() float32 { return math.Float32frombits(uint32(b) << 16) }
+
+// RoundBF16 sets dst[i] = ToBF16(src[i]). It panics when the lengths
+// differ.
+func RoundBF16(dst []BF16, src []float32) {
+	checkSameLen("RoundBF16", len(dst), len(src))
+	for i, f := range src {
+		dst[i] = ToBF16(f)
+	}
+}
+
+// WidenBF16 sets dst[i] = src[i].Float32(). It panics when the lengths
+// differ.
+func WidenBF16(dst []float32, src []BF16) {
+	checkSameLen("WidenBF16", len(dst), len(src))
+	for i, b := range src {
+		dst[i] = b.Float32()
+	}
+}
+
+// SgemmBF16 computes C = alpha·A·op(B) + beta·C for a float32 A (m×k, row
+// stride lda, not transposed), a bfloat16 B and a float32 C (m×n, stride
+// ldc). With transB, op(B) = Bᵀ and B is stored n×k (a weight matrix
+// [out, in], as checkpoints store it, multiplying activations from the
+// right); otherwise B is stored k×n. Arguments follow Sgemm's rules.
+//
+// # Arithmetic
+//
+// Which arithmetic runs depends on the CPU, as for Sgemm; BF16Implementation
+// reports it.
+//
+//   - avx512bf16 (AVX512_BF16 and AVX512BW, the default where the CPU has
+//     them): A's elements are rounded to bfloat16 (to nearest, ties to even)
+//     as they are read, and VDPBF16PS multiplies pairs of bfloat16 elements
+//     (each product exact) and accumulates them in float32, two depth steps
+//     per instruction: the products run at up to twice Sgemm's rate and B
+//     is read at half its bytes. Per element, VDPBF16PS adds the product of
+//     the pair's odd elements, rounds, adds the even one's, rounds.
+//     A product with at most 16 rows and transB (the sampling step) runs as
+//     4×4 tiles of dot products over the rows of A and B in place: each
+//     element sums in 16 lanes, lane l over the pairs (32g+2l, 32g+2l+1) in
+//     order of g, then in a fixed tree. Other products run on packed copies
+//     in 12×32 tiles: each element sums its pairs in order, one depth pass
+//     of 256 steps at a time (C = alpha·s₀ + beta·C, then C = alpha·sᵢ + C).
+//     Either way an element's value depends on its row of A and column of
+//     op(B) and the shape's route only, never on the other rows: a row
+//     computed alone equals the same row among up to 16 (continuous
+//     batching relies on it).
+//   - widen (every other CPU, and TANDEM_KERNELS=purego or avx2): B is
+//     widened to float32, a block of at most 256 of op(B)'s columns at a
+//     time, and each block runs through Sgemm; A is not rounded.
+//
+// Results are bit-identical for every Par.Threads value. They differ
+// between implementations: avx512bf16 rounds A, a relative error of up to
+// 2⁻⁹ per element, which sums of many products average down.
+func (p Par) SgemmBF16(transB bool, m, n, k int, alpha float32, a []float32, lda int, b []BF16, ldb int, beta float32, c []float32, ldc int) {
+	checkGemm("SgemmBF16", false, transB, m, n, k, lda, ldb, ldc, len(a), len(b), len(c))
+	if m == 0 || n == 0 {
+		return
+	}
+	if k == 0 || alpha == 0 {
+		scaleC(m, n, beta, c, ldc)
+		return
+	}
+	if bf16Dot != nil && transB && m <= bf16DotRows {
+		bf16DotGemm(p, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+		return
+	}
+	if bf16Gemm != nil {
+		bf16PackedGemm(p, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+		return
+	}
+	widenGemm(p, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+}
+
+// BF16Implementation names the arithmetic SgemmBF16 runs on this machine
+// for the sampling step's shapes: "avx512bf16" or "widen".
+func BF16Implementation() string {
+	if bf16Dot != nil {
+		return "avx512bf16"
+	}
+	return "widen"
+}
+
+// widenBlock is how many of op(B)'s columns widenGemm widens at a time: a
+// multiple of every implementation's nr, so the blocks cut C along tile
+// boundaries, and few enough that the float32 copy of a block of a
+// 1024-deep B stays within L2 (1 MiB).
+const widenBlock = 256
+
+var widenPool = sync.Pool{New: func() any { return new([]float32) }}
+
+// widenGemm runs SgemmBF16 as Sgemm over blocks of op(B)'s columns widened
+// to float32.
+func widenGemm(p Par, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []BF16, ldb int, beta float32, c []float32, ldc int) {
+	buf := widenPool.Get().(*[]float32)
+	defer widenPool.Put(buf)
+	for j0 := 0; j0 < n; j0 += widenBlock {
+		nb := min(widenBlock, n-j0)
+		w := grow32(buf, nb*k)
+		if transB {
+			for j := range nb {
+				WidenBF16(w[j*k:(j+1)*k], b[(j0+j)*ldb:][:k])
+			}
+			p.Sgemm(false, true, m, nb, k, alpha, a, lda, w, k, beta, c[j0:], ldc)
+			continue
+		}
+		for r := range k {
+			WidenBF16(w[r*nb:(r+1)*nb], b[r*ldb+j0:][:nb])
+		}
+		p.Sgemm(false, false, m, nb, k, alpha, a, lda, w, nb, beta, c[j0:], ldc)
+	}
+}
+
+func grow32(buf *[]float32, n int) []float32 {
+	if cap(*buf) < n {
+		*buf = make([]float32, n)
+	}
+	return (*buf)[:n]
+}
+
+func growBF16(buf *[]BF16, n int) []BF16 {
+	if cap(*buf) < n {
+		*buf = make([]BF16, n)
+	}
+	return (*buf)[:n]
+}
+
+// bf16DotKernel computes a 4×4 tile of C = alpha·A·Bᵀ + beta·C over
+// bfloat16 rows a[r*lda:], b[j*ldb:] of length k >= 1 (C not read when
+// beta == 0).
+type bf16DotKernel func(k int, a []BF16, lda int, b []BF16, ldb int, c []float32, ldc int, alpha, beta float32)
+
+// bf16Dot is the dot-route kernel, nil where the CPU has none.
+var bf16Dot bf16DotKernel
+
+// bf16DotRows is the most rows of A the dot route takes, as Sgemm's
+// AVX-512 float32 dot route.
+const bf16DotRows = 16
+
+var bf16Pool = sync.Pool{New: func() any { return new([]BF16) }}
+
+// bf16DotGemm runs the dot route: A's rows rounded to bfloat16 into a
+// buffer of whole 4-row blocks (zero rows below m), B's rows read in place
+// but for a zero-padded copy of its last partial 4-row tile, each 4×4 tile
+// of C by the same kernel (edge tiles through a scratch tile), tiles split
+// over goroutines by columns. Nothing a tile computes depends on the
+// others, so neither the split nor m changes a value.
+func bf16DotGemm(p Par, m, n, k int, alpha float32, a []float32, lda int, b []BF16, ldb int, beta float32, c []float32, ldc int) {
+	const mr, nr = 4, 4
+	rowBlocks := ceilDiv(m, mr)
+	abuf := bf16Pool.Get().(*[]BF16)
+	defer bf16Pool.Put(abuf)
+	ab := growBF16(abuf, rowBlocks*mr*k)
+	for r := range rowBlocks * mr {
+		row := ab[r*k : (r+1)*k]
+		if r < m {
+			RoundBF16(row, a[r*lda:][:k])
+		} else {
+			clear(row)
+		}
+	}
+	colTiles := ceilDiv(n, nr)
+	threads := p.workers(colTiles, int64(m)*int64(n)*int64(k), minWorkPerThread)
+	const chunk = 16 // column tiles per work item
+	items := ceilDiv(colTiles, chunk)
+	threads = min(threads, items)
+	scratch := make([]*[]BF16, threads)
+	for w := range scratch {
+		scratch[w] = bf16Pool.Get().(*[]BF16)
+	}
+	defer func() {
+		for _, s := range scratch {
+			bf16Pool.Put(s)
+		}
+	}()
+	parallelFor(threads, items, func(item, w int) {
+		var tile [mr * nr]float32
+		for jt := item * chunk; jt < min((item+1)*chunk, colTiles); jt++ {
+			j0 := jt * nr
+			nb := min(nr, n-j0)
+			bp, ldbp := b[j0*ldb:], ldb
+			if nb < nr {
+				edge := growBF16(scratch[w], nr*k)
+				for j := range nr {
+					if j < nb {
+						copy(edge[j*k:(j+1)*k], b[(j0+j)*ldb:][:k])
+					} else {
+						clear(edge[j*k : (j+1)*k])
+					}
+				}
+				bp, ldbp = edge, k
+			}
+			for ib := range rowBlocks {
+				i0 := ib * mr
+				mi := min(mr, m-i0)
+				if mi == mr && nb == nr {
+					bf16Dot(k, ab[i0*k:], k, bp, ldbp, c[i0*ldc+j0:], ldc, alpha, beta)
+					continue
+				}
+				if beta != 0 {
+					for r := range mi {
+						copy(tile[r*nr:r*nr+nb], c[(i0+r)*ldc+j0:][:nb])
+					}
+				}
+				bf16Dot(k, ab[i0*k:], k, bp, ldbp, tile[:], nr, alpha, beta)
+				for r := range mi {
+					copy(c[(i0+r)*ldc+j0:][:nb], tile[r*nr:r*nr+nb])
+				}
+			}
+		}
+	})
+}
+
+// dpbf16 is one VDPBF16PS lane step in Go: acc + a1·b1 + a0·b0, the odd
+// pair element first, each product exact in float32 (8-bit mantissas) and
+// each sum rounded. Tests compare the assembly against it.
+func dpbf16(acc float32, a0, a1, b0, b1 BF16) float32 {
+	acc += a1.Float32() * b1.Float32()
+	return acc + a0.Float32()*b0.Float32()
+}
+
+// The packed route's tile and depth pass: 12×32 tiles of C, 256 depth
+// steps (128 pairs) per pass, so a packed B panel (16 KiB) sits in L1.
+const bgMR, bgNR, bgKC = 12, 32, 256
+
+// bf16GemmKernel computes a bgMR×bgNR tile of C = alpha·A·B + beta·C over
+// kp >= 1 pairs of depth steps from pair-packed A and B (see
+// bf16PackedGemm); C is not read when beta == 0.
+type bf16GemmKernel func(kp int, a, b []BF16, c []float32, ldc int, alpha, beta float32)
+
+// bf16Gemm is the packed-route kernel, nil where the CPU has none.
+var bf16Gemm bf16GemmKernel
+
+// bf16PackedGemm runs the packed route, in depth passes of bgKC steps. A
+// pass packs A once, rounded to bfloat16, as pairs: for row block ib and
+// pair q, bgMR dwords holding row r's elements 2q and 2q+1 of the pass
+// (zero past k and below m). Work items are chunks of B's column panels;
+// a worker packs each panel the same way (bgNR dwords per pair, column
+// j's two elements, zero past n and k) and runs every row block against
+// it. Each tile is computed by the one kernel, edge tiles through a
+// scratch tile; the first pass applies beta and later ones add to C, so
+// neither the split nor the order of the work changes a value.
+func bf16PackedGemm(p Par, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []BF16, ldb int, beta float32, c []float32, ldc int) {
+	const mr, nr, kc = bgMR, bgNR, bgKC
+	rowBlocks, panels := ceilDiv(m, mr), ceilDiv(n, nr)
+	threads := p.workers(panels, int64(m)*int64(n)*int64(k), minWorkPerThread)
+	chunk := max(1, panels/(itemsPerThread*threads))
+	items := ceilDiv(panels, chunk)
+	threads = min(threads, items)
+	abuf := bf16Pool.Get().(*[]BF16)
+	defer bf16Pool.Put(abuf)
+	scratch := make([]*[]BF16, threads)
+	for w := range scratch {
+		scratch[w] = bf16Pool.Get().(*[]BF16)
+	}
+	defer func() {
+		for _, s := range scratch {
+			bf16Pool.Put(s)
+		}
+	}()
+	for pc := 0; pc < k; pc += kc {
+		kl := min(kc, k-pc)
+		kp := ceilDiv(kl, 2)
+		ap := growBF16(abuf, rowBlocks*kp*mr*2)
+		packPairsA(ap, m, kl, kp, a[pc:], lda)
+		bt := beta
+		if pc > 0 {
+			bt = 1
+		}
+		parallelFor(threads, items, func(item, w int) {
+			bp := growBF16(scratch[w], kp*nr*2)
+			var tile [mr * nr]float32
+			for jp := item * chunk; jp < min((item+1)*chunk, panels); jp++ {
+				j0 := jp * nr
+				nb := min(nr, n-j0)
+				packPairsB(bp, transB, j0, nb, pc, kl, kp, b, ldb)
+				for ib := range rowBlocks {
+					i0 := ib * mr
+					mi := min(mr, m-i0)
+					as := ap[ib*kp*mr*2:]
+					if mi == mr && nb == nr {
+						bf16Gemm(kp, as, bp, c[i0*ldc+j0:], ldc, alpha, bt)
+						continue
+					}
+					if bt != 0 {
+						for r := range mi {
+							copy(tile[r*nr:r*nr+nb], c[(i0+r)*ldc+j0:][:nb])
+						}
+					}
+					bf16Gemm(kp, as, bp, tile[:], nr, alpha, bt)
+					for r := range mi {
+						copy(c[(i0+r)*ldc+j0:][:nb], tile[r*nr:r*nr+nb])
+					}
+				}
+			}
+		})
+	}
+}
+
+// packPairsA packs kl columns of A's m rows (a starts at the pass's first
+// column) for the packed route: row block ib, pair q, row r at
+// dst[((ib*kp+q)*bgMR+r)*2 : +2], rounded to bfloat16, zero past kl and m.
+func packPairsA(dst []BF16, m, kl, kp int, a []float32, lda int) {
+	const mr = bgMR
+	for ib := range ceilDiv(m, mr) {
+		blk := dst[ib*kp*mr*2 : (ib+1)*kp*mr*2]
+		for r := range mr {
+			i := ib*mr + r
+			if i >= m {
+				for q := range kp {
+					blk[(q*mr+r)*2], blk[(q*mr+r)*2+1] = 0, 0
+				}
+				continue
+			}
+			row := a[i*lda:][:kl]
+			for q := range kp {
+				lo, hi := ToBF16(row[2*q]), BF16(0)
+				if 2*q+1 < kl {
+					hi = ToBF16(row[2*q+1])
+				}
+				blk[(q*mr+r)*2], blk[(q*mr+r)*2+1] = lo, hi
+			}
+		}
+	}
+}
+
+// packPairsB packs the panel of op(B)'s columns [j0, j0+nb) and depth
+// steps [pc, pc+kl): pair q, column j at dst[(q*bgNR+j)*2 : +2], zero past
+// nb and kl.
+func packPairsB(dst []BF16, transB bool, j0, nb, pc, kl, kp int, b []BF16, ldb int) {
+	const nr = bgNR
+	if nb < nr || kl%2 != 0 {
+		clear(dst[:kp*nr*2])
+	}
+	if transB && !aligned4(b, ldb, pc) {
+		for j := range nb {
+			row := b[(j0+j)*ldb+pc:][:kl]
+			for p, v := range row {
+				dst[((p/2)*nr+j)*2+p%2] = v
+			}
+		}
+		return
+	}
+	if transB {
+		// Each pair is a dword of a row of B: move dwords (a pair's two
+		// elements as one uint32, little-endian: the even one low).
+		d32 := unsafe.Slice((*uint32)(unsafe.Pointer(&dst[0])), kp*nr)
+		var rows [nr][]uint32
+		full := kl / 2
+		for j := range nb {
+			row := b[(j0+j)*ldb+pc:][:kl]
+			if full > 0 {
+				rows[j] = unsafe.Slice((*uint32)(unsafe.Pointer(&row[0])), full)
+			}
+			if kl%2 != 0 {
+				dst[((kp-1)*nr+j)*2] = row[kl-1]
+			}
+		}
+		for q := range full {
+			out := d32[q*nr : q*nr+nb]
+			for j := range out {
+				out[j] = rows[j][q]
+			}
+		}
+		return
+	}
+	for q := range kp {
+		even := b[(pc+2*q)*ldb+j0:][:nb]
+		out := dst[q*nr*2:]
+		if 2*q+1 < kl {
+			odd := b[(pc+2*q+1)*ldb+j0:][:nb]
+			for j := range nb {
+				out[2*j], out[2*j+1] = even[j], odd[j]
+			}
+			continue
+		}
+		for j := range nb {
+			out[2*j] = even[j]
+		}
+	}
+}
+
+// aligned4 reports whether every row of b, from column pc on, starts on a
+// 4-byte boundary, so that its pairs can be read as uint32s.
+func aligned4(b []BF16, ldb, pc int) bool {
+	return ldb%2 == 0 && pc%2 == 0 && uintptr(unsafe.Pointer(&b[0]))%4 == 0
+}
