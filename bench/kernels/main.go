@@ -1,0 +1,371 @@
+// Command kernels measures the engine's matrix kernels on Qwen3-0.6B's
+// products (hidden 1024, MLP 3072), in float32 (Sgemm) and with bfloat16
+// weights (SgemmBF16), next to float32 products through numpy in the same
+// run, and the machine's memory bandwidth against the 1-row decode product
+// streaming weights that do not fit in cache.
+//
+//	go run ./bench/kernels -json
+//
+// The numpy side runs with OPENBLAS_NUM_THREADS and OMP_NUM_THREADS set to
+// -threads and without OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE, so that
+// OpenBLAS picks its kernel for this CPU; the BLAS library numpy loaded and
+// OpenBLAS's core name are printed. With -openblas DIR (default: Debian's
+// libopenblas0-pthread folder, when it exists) the subprocess loads the
+// libblas.so.3 in DIR first. Ratios against a BLAS that is not OpenBLAS
+// (Debian's reference BLAS is about 30× slower) are not reported.
+//
+// The last line of -json output is one JSON object.
+package main
+
+import (
+	"bufio"
+	_ "embed"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tandemrl/tandem/engine/kernels"
+)
+
+//go:embed numpy_ref.py
+var numpyRef string
+
+type shape struct {
+	Name   string `json:"name"`
+	M      int    `json:"m"`
+	N      int    `json:"n"`
+	K      int    `json:"k"`
+	TransB bool   `json:"trans_b"`
+}
+
+// shapes: the forward product of an MLP projection over 512 tokens, its
+// input gradient, the sampling step with 16 and 1 rows, and a chunk of
+// 8192 vocabulary rows of the unembedding.
+var shapes = []shape{
+	{"XWt-512x3072x1024", 512, 3072, 1024, true},
+	{"GW-512x1024x3072", 512, 1024, 3072, false},
+	{"XWt-16x3072x1024", 16, 3072, 1024, true},
+	{"XWt-1x3072x1024", 1, 3072, 1024, true},
+	{"XWt-512x8192x1024", 512, 8192, 1024, true},
+}
+
+type row struct {
+	Shape      string  `json:"shape"`
+	F32        float64 `json:"f32_gflops"`
+	BF16       float64 `json:"bf16_gflops"`
+	Numpy      float64 `json:"numpy_gflops,omitempty"`
+	BF16OverF  float64 `json:"bf16_over_f32"`
+	F32OverNp  float64 `json:"f32_over_numpy,omitempty"`
+	BF16OverNp float64 `json:"bf16_over_numpy,omitempty"`
+}
+
+type report struct {
+	Threads         int     `json:"threads"`
+	Implementation  string  `json:"f32_implementation"`
+	BF16Impl        string  `json:"bf16_implementation"`
+	Rows            []row   `json:"rows"`
+	BandwidthGBs    float64 `json:"memory_bandwidth_gbs"`
+	DecodeBF16GBs   float64 `json:"decode_stream_bf16_gbs"`
+	DecodeF32GBs    float64 `json:"decode_stream_f32_gbs"`
+	DecodeBF16Frac  float64 `json:"decode_stream_bf16_of_bandwidth"`
+	DecodeBF16OverF float64 `json:"decode_stream_bf16_speedup"`
+	BLAS            string  `json:"numpy_blas,omitempty"`
+	CoreName        string  `json:"openblas_corename,omitempty"`
+	NumpyNote       string  `json:"numpy_note,omitempty"`
+}
+
+func main() {
+	threads := flag.Int("threads", runtime.NumCPU(), "threads for both sides")
+	seconds := flag.Float64("seconds", 1, "seconds per measurement")
+	useNumpy := flag.Bool("numpy", true, "also run numpy's float32 products when python3 with numpy is available")
+	openblas := flag.String("openblas", "/usr/lib/x86_64-linux-gnu/openblas-pthread", "folder whose libblas.so.3 the numpy subprocess loads first (ignored when absent)")
+	asJSON := flag.Bool("json", false, "end with one JSON line")
+	flag.Parse()
+	dur := time.Duration(*seconds * float64(time.Second))
+	par := kernels.Par{Threads: *threads}
+	rep := report{Threads: *threads, Implementation: kernels.Implementation(), BF16Impl: kernels.BF16Implementation()}
+
+	var np *numpyProc
+	if *useNumpy {
+		var err error
+		if np, err = startNumpy(*threads, *openblas); err != nil {
+			rep.NumpyNote = err.Error()
+			fmt.Println("numpy: " + rep.NumpyNote)
+		} else {
+			defer np.close()
+			rep.BLAS, rep.CoreName = np.info.BLAS, np.info.CoreName
+			fmt.Printf("numpy %s, BLAS %s (OpenBLAS core %q), %d threads\n", np.info.Numpy, np.info.BLAS, np.info.CoreName, *threads)
+			if np.info.CoreName == "" {
+				rep.NumpyNote = "numpy's BLAS is not OpenBLAS (the reference BLAS is about 30× slower); no ratios reported: install libopenblas0-pthread"
+				fmt.Println(rep.NumpyNote)
+			}
+		}
+	}
+	for _, s := range shapes {
+		r := measureShape(par, s, dur, np)
+		rep.Rows = append(rep.Rows, r)
+		fmt.Printf("%-20s f32 %7.1f   bf16 %7.1f GFLOP/s   bf16/f32 %.2f", s.Name, r.F32, r.BF16, r.BF16OverF)
+		if r.Numpy > 0 && rep.CoreName != "" {
+			r := &rep.Rows[len(rep.Rows)-1]
+			r.F32OverNp, r.BF16OverNp = r.F32/r.Numpy, r.BF16/r.Numpy
+			fmt.Printf("   numpy f32 %7.1f   f32/numpy %.2f   bf16/numpy %.2f", r.Numpy, r.F32OverNp, r.BF16OverNp)
+		}
+		fmt.Println()
+	}
+	rep.BandwidthGBs = bandwidth(*threads, dur)
+	rep.DecodeBF16GBs, rep.DecodeF32GBs = decodeStream(par, dur)
+	rep.DecodeBF16Frac = rep.DecodeBF16GBs / rep.BandwidthGBs
+	// Same rows, half the bytes: the speed-up per product is the ratio of
+	// the bytes rates times two.
+	rep.DecodeBF16OverF = 2 * rep.DecodeBF16GBs / rep.DecodeF32GBs
+	fmt.Printf("memory bandwidth (read) %.1f GB/s; 1-row decode over 240 MiB of weights: bf16 %.1f GB/s (%.0f%% of it), f32 %.1f GB/s; bf16 %.2f× faster per product\n",
+		rep.BandwidthGBs, rep.DecodeBF16GBs, 100*rep.DecodeBF16Frac, rep.DecodeF32GBs, rep.DecodeBF16OverF)
+
+	if *asJSON {
+		b, _ := json.Marshal(rep)
+		fmt.Println(string(b))
+	}
+}
+
+// measureShape times Sgemm, SgemmBF16 and (with np) numpy on s in turn,
+// four rounds of a twelfth of dur each, so all see the same machine; it
+// returns GFLOP/s.
+func measureShape(par kernels.Par, s shape, dur time.Duration, np *numpyProc) row {
+	rng := rand.New(rand.NewPCG(1, uint64(s.M)))
+	a := randF32(rng, s.M*s.K)
+	w32 := randF32(rng, s.N*s.K)
+	w16 := make([]kernels.BF16, len(w32))
+	kernels.RoundBF16(w16, w32)
+	kernels.WidenBF16(w32, w16) // the same values in both
+	c := make([]float32, s.M*s.N)
+	ldb := s.K
+	if !s.TransB {
+		ldb = s.N
+	}
+	flops := 2 * float64(s.M) * float64(s.N) * float64(s.K)
+	var tf, tb time.Duration
+	var nf, nb int
+	var npSum float64
+	npRounds := 0
+	for range 4 {
+		d, n := timeLoop(dur/12, func() { par.Sgemm(false, s.TransB, s.M, s.N, s.K, 1, a, s.K, w32, ldb, 0, c, s.N) })
+		tf, nf = tf+d, nf+n
+		d, n = timeLoop(dur/12, func() { par.SgemmBF16(s.TransB, s.M, s.N, s.K, 1, a, s.K, w16, ldb, 0, c, s.N) })
+		tb, nb = tb+d, nb+n
+		if np != nil {
+			if g, err := np.measure(s, dur/12); err == nil {
+				npSum += g
+				npRounds++
+			} else {
+				fmt.Println("numpy:", err)
+			}
+		}
+	}
+	r := row{Shape: s.Name, F32: flops * float64(nf) / tf.Seconds() / 1e9, BF16: flops * float64(nb) / tb.Seconds() / 1e9}
+	r.BF16OverF = r.BF16 / r.F32
+	if npRounds > 0 {
+		r.Numpy = npSum / float64(npRounds)
+	}
+	return r
+}
+
+// timeLoop runs f once to warm up, then until d has passed; it returns the
+// time and the calls timed.
+func timeLoop(d time.Duration, f func()) (time.Duration, int) {
+	f()
+	start := time.Now()
+	n := 0
+	for time.Since(start) < d || n == 0 {
+		f()
+		n++
+	}
+	return time.Since(start), n
+}
+
+func randF32(rng *rand.Rand, n int) []float32 {
+	x := make([]float32, n)
+	for i := range x {
+		x[i] = float32(rng.NormFloat64())
+	}
+	return x
+}
+
+// bandwidth is the best of five reads of a 512 MiB buffer by threads
+// goroutines (each a dot product of two halves of its share, AVX2), in
+// GB/s.
+func bandwidth(threads int, dur time.Duration) float64 {
+	const bytes = 512 << 20
+	x := make([]float32, bytes/4)
+	for i := range x {
+		x[i] = 1
+	}
+	part := len(x) / threads / 2 * 2
+	best := 0.0
+	deadline := time.Now().Add(dur)
+	for r := 0; r < 5 || time.Now().Before(deadline); r++ {
+		start := time.Now()
+		var wg sync.WaitGroup
+		for t := range threads {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				s := x[t*part : (t+1)*part]
+				kernels.Sdot(s[:part/2], s[part/2:])
+			}()
+		}
+		wg.Wait()
+		best = max(best, float64(threads*part*4)/time.Since(start).Seconds()/1e9)
+		if r >= 20 {
+			break
+		}
+	}
+	return best
+}
+
+// decodeStream runs the 1-row product over 40 projections of 3072×1024
+// (240 MiB in bfloat16, 480 MiB in float32), one after another as a
+// decode step streams a model's layers; it returns the weight bytes read
+// per second of each.
+func decodeStream(par kernels.Par, dur time.Duration) (bf, f32 float64) {
+	const n, k, mats = 3072, 1024, 40
+	rng := rand.New(rand.NewPCG(2, 2))
+	a := randF32(rng, k)
+	w16 := make([][]kernels.BF16, mats)
+	w32 := make([][]float32, mats)
+	for i := range mats {
+		w32[i] = randF32(rng, n*k)
+		w16[i] = make([]kernels.BF16, n*k)
+		kernels.RoundBF16(w16[i], w32[i])
+	}
+	c := make([]float32, n)
+	var tb, tf time.Duration
+	var nb, nf int
+	for range 4 {
+		d, r := timeLoop(dur/8, func() {
+			for _, w := range w16 {
+				par.SgemmBF16(true, 1, n, k, 1, a, k, w, k, 0, c, n)
+			}
+		})
+		tb, nb = tb+d, nb+r
+		d, r = timeLoop(dur/8, func() {
+			for _, w := range w32 {
+				par.Sgemm(false, true, 1, n, k, 1, a, k, w, k, 0, c, n)
+			}
+		})
+		tf, nf = tf+d, nf+r
+	}
+	return float64(mats*n*k*2*nb) / tb.Seconds() / 1e9, float64(mats*n*k*4*nf) / tf.Seconds() / 1e9
+}
+
+// numpyProc is numpy_ref.py running, answering one measurement per line.
+type numpyProc struct {
+	cmd    *exec.Cmd
+	in     io.WriteCloser
+	out    *bufio.Scanner
+	script string
+	info   struct {
+		BLAS     string `json:"blas"`
+		CoreName string `json:"corename"`
+		Numpy    string `json:"numpy"`
+	}
+}
+
+// startNumpy starts numpy_ref.py with threads BLAS threads, without
+// OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE, loading openblas/libblas.so.3
+// first when it exists, and reads the BLAS it loaded.
+func startNumpy(threads int, openblas string) (*numpyProc, error) {
+	py := pythonWithNumpy()
+	if py == "" {
+		return nil, fmt.Errorf("no python3 with numpy found (tried python3 on PATH and /usr/bin/python3)")
+	}
+	f, err := os.CreateTemp("", "numpy_ref-*.py")
+	if err != nil {
+		return nil, err
+	}
+	f.WriteString(numpyRef)
+	f.Close()
+	p := &numpyProc{script: f.Name(), cmd: exec.Command(py, f.Name())}
+	env := []string{"OPENBLAS_NUM_THREADS=" + strconv.Itoa(threads), "OMP_NUM_THREADS=" + strconv.Itoa(threads)}
+	for _, e := range os.Environ() {
+		switch name, _, _ := strings.Cut(e, "="); name {
+		case "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS":
+			continue
+		}
+		env = append(env, e)
+	}
+	if st, err := os.Stat(openblas + "/libblas.so.3"); err == nil && !st.IsDir() {
+		env = append(env, "LD_LIBRARY_PATH="+openblas)
+	}
+	p.cmd.Env = env
+	p.cmd.Stderr = os.Stderr
+	if p.in, err = p.cmd.StdinPipe(); err != nil {
+		return nil, err
+	}
+	out, err := p.cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := p.cmd.Start(); err != nil {
+		os.Remove(p.script)
+		return nil, fmt.Errorf("starting %s: %w", py, err)
+	}
+	p.out = bufio.NewScanner(out)
+	if !p.out.Scan() {
+		p.close()
+		return nil, fmt.Errorf("numpy_ref.py printed nothing")
+	}
+	if err := json.Unmarshal(p.out.Bytes(), &p.info); err != nil {
+		p.close()
+		return nil, fmt.Errorf("numpy_ref.py's first line %q: %w", p.out.Text(), err)
+	}
+	return p, nil
+}
+
+// measure asks for s's product repeated for d and returns its GFLOP/s.
+func (p *numpyProc) measure(s shape, d time.Duration) (float64, error) {
+	req, _ := json.Marshal(map[string]any{"m": s.M, "n": s.N, "k": s.K, "trans_b": s.TransB, "seconds": d.Seconds()})
+	if _, err := fmt.Fprintf(p.in, "%s\n", req); err != nil {
+		return 0, err
+	}
+	if !p.out.Scan() {
+		return 0, fmt.Errorf("numpy_ref.py stopped answering")
+	}
+	var r struct {
+		GFLOPS float64 `json:"gflops"`
+	}
+	if err := json.Unmarshal(p.out.Bytes(), &r); err != nil {
+		return 0, fmt.Errorf("numpy_ref.py answered %q: %w", p.out.Text(), err)
+	}
+	return r.GFLOPS, nil
+}
+
+func (p *numpyProc) close() {
+	p.in.Close()
+	p.cmd.Wait()
+	os.Remove(p.script)
+}
+
+// pythonWithNumpy is the first of python3 on PATH and /usr/bin/python3
+// that imports numpy ("" if neither does).
+func pythonWithNumpy() string {
+	var cands []string
+	if p, err := exec.LookPath("python3"); err == nil {
+		cands = append(cands, p)
+	}
+	cands = append(cands, "/usr/bin/python3")
+	for _, p := range cands {
+		if exec.Command(p, "-c", "import numpy").Run() == nil {
+			return p
+		}
+	}
+	return ""
+}

@@ -1,0 +1,66 @@
+"""float32 products through numpy (whatever BLAS it loads), for
+bench/kernels, which alternates them with its own measurements.
+
+Protocol: the first line printed is a JSON object naming the BLAS library
+loaded and OpenBLAS's core name; then each line read from stdin, a JSON
+object {"m", "n", "k", "trans_b", "seconds"}, is answered by a line
+{"gflops": ...}: the product A·op(B) repeated for that long after one
+warm-up.
+"""
+import ctypes
+import json
+import sys
+import time
+
+import numpy as np
+
+
+def loaded_blas():
+    """The BLAS library this process loaded, and OpenBLAS's core name."""
+    path = ""
+    with open("/proc/self/maps") as f:
+        for line in f:
+            fields = line.split()
+            if len(fields) < 6:
+                continue
+            base = fields[-1].rsplit("/", 1)[-1]
+            if base.startswith(("libblas.so", "libopenblas")):
+                path = fields[-1]
+                break
+    core = ""
+    if path:
+        try:
+            fn = ctypes.CDLL(path).openblas_get_corename
+            fn.restype = ctypes.c_char_p
+            core = fn().decode()
+        except (AttributeError, OSError):
+            core = ""
+    return path, core
+
+
+def main():
+    path, core = loaded_blas()
+    print(json.dumps({"blas": path, "corename": core, "numpy": np.__version__}), flush=True)
+    rng = np.random.default_rng(1)
+    cache = {}
+    for line in sys.stdin:
+        s = json.loads(line)
+        m, n, k, trans_b = s["m"], s["n"], s["k"], s["trans_b"]
+        key = (m, n, k, trans_b)
+        if key not in cache:
+            a = rng.standard_normal((m, k), dtype=np.float32)
+            b = rng.standard_normal((n, k) if trans_b else (k, n), dtype=np.float32)
+            cache[key] = (a, b.T if trans_b else b, np.empty((m, n), dtype=np.float32))
+        a, op_b, c = cache[key]
+        np.matmul(a, op_b, out=c)
+        iters, start = 0, time.perf_counter()
+        while True:
+            np.matmul(a, op_b, out=c)
+            iters += 1
+            el = time.perf_counter() - start
+            if el >= s["seconds"]:
+                break
+        print(json.dumps({"gflops": 2.0 * m * n * k * iters / el / 1e9}), flush=True)
+
+
+main()
