@@ -159,6 +159,14 @@ type bf16DotKernel func(k int, a []BF16, lda int, b []BF16, ldb int, c []float32
 // bf16Dot is the dot-route kernel, nil where the CPU has none.
 var bf16Dot bf16DotKernel
 
+// bf16DotRowKernel computes one row of A against 8 rows of B, each
+// element exactly as bf16DotKernel computes it.
+type bf16DotRowKernel func(k int, a, b []BF16, ldb int, c []float32, alpha, beta float32)
+
+// bf16Dot1 is the dot route's kernel for a single row of A, which spends
+// no work on the padding rows of a 4×4 tile (nil: use bf16Dot).
+var bf16Dot1 bf16DotRowKernel
+
 // bf16DotRows is the most rows of A the dot route takes, as Sgemm's
 // AVX-512 float32 dot route.
 const bf16DotRows = 16
@@ -172,6 +180,10 @@ var bf16Pool = sync.Pool{New: func() any { return new([]BF16) }}
 // over goroutines by columns. Nothing a tile computes depends on the
 // others, so neither the split nor m changes a value.
 func bf16DotGemm(p Par, m, n, k int, alpha float32, a []float32, lda int, b []BF16, ldb int, beta float32, c []float32, ldc int) {
+	if m == 1 && bf16Dot1 != nil {
+		bf16DotRow(p, n, k, alpha, a, b, ldb, beta, c)
+		return
+	}
 	const mr, nr = 4, 4
 	rowBlocks := ceilDiv(m, mr)
 	abuf := bf16Pool.Get().(*[]BF16)
@@ -233,6 +245,39 @@ func bf16DotGemm(p Par, m, n, k int, alpha float32, a []float32, lda int, b []BF
 					copy(c[(i0+r)*ldc+j0:][:nb], tile[r*nr:r*nr+nb])
 				}
 			}
+		}
+	})
+}
+
+// bf16DotRow is bf16DotGemm for one row of A, eight columns of C at a
+// time (the last ones through a zero-padded copy of B's rows and a
+// scratch tile).
+func bf16DotRow(p Par, n, k int, alpha float32, a []float32, b []BF16, ldb int, beta float32, c []float32) {
+	const nr = 8
+	abuf := bf16Pool.Get().(*[]BF16)
+	defer bf16Pool.Put(abuf)
+	ab := growBF16(abuf, k)
+	RoundBF16(ab, a[:k])
+	colTiles := ceilDiv(n, nr)
+	threads := p.workers(colTiles, int64(n)*int64(k), minWorkPerThread)
+	const chunk = 16
+	items := ceilDiv(colTiles, chunk)
+	threads = min(threads, items)
+	parallelFor(threads, items, func(item, _ int) {
+		for jt := item * chunk; jt < min((item+1)*chunk, colTiles); jt++ {
+			j0 := jt * nr
+			if nb := n - j0; nb < nr {
+				edge := make([]BF16, nr*k)
+				for j := range nb {
+					copy(edge[j*k:(j+1)*k], b[(j0+j)*ldb:][:k])
+				}
+				var tile [nr]float32
+				copy(tile[:nb], c[j0:n])
+				bf16Dot1(k, ab, edge, k, tile[:], alpha, beta)
+				copy(c[j0:n], tile[:nb])
+				continue
+			}
+			bf16Dot1(k, ab, b[j0*ldb:], ldb, c[j0:], alpha, beta)
 		}
 	})
 }
