@@ -37,6 +37,9 @@ func ddotKernel3x4(k int, a *float64, lda int, b *float64, ldb int, c *float64, 
 func sdotKernel4x4AVX512(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, alpha float32, beta float32)
 
 //go:noescape
+func sdotKernel1x8AVX512(k int, a *float32, b *float32, ldb int, c *float32, alpha float32, beta float32)
+
+//go:noescape
 func copyRowsAVX(dst unsafe.Pointer, src unsafe.Pointer, srcStride int, rowBytes int, rows int)
 
 //go:noescape
@@ -121,6 +124,14 @@ func avx512SdotTile(k int, a []float32, lda int, b []float32, ldb int, c []float
 	sdotKernel4x4AVX512(k, &a[0], lda, &b[0], ldb, &c[0], ldc, alpha, beta)
 }
 
+// avx512SdotRow is the dotRowKernel for one row of A against 8 rows of B.
+func avx512SdotRow(k int, a, b []float32, ldb int, c []float32, alpha, beta float32) {
+	_ = a[k-1]
+	_ = b[7*ldb+k-1]
+	_ = c[7]
+	sdotKernel1x8AVX512(k, &a[0], &b[0], ldb, &c[0], alpha, beta)
+}
+
 func avx2Sdot(x, y []float32) float32 {
 	if len(x) == 0 {
 		return 0
@@ -172,7 +183,7 @@ var (
 		name: "avx512-12x32", mr: 12, nr: 32, kernel: avx512Sgemm,
 		kc: 256, mc: 96, chunk: 8,
 		packBMinRows: 24, packAMinPanels: never, packATransMinPanels: 1,
-		dot:    &dotImpl[float32]{mr: 4, nr: 4, kernel: avx512SdotTile, maxRows: 16, chunk: 16},
+		dot:    &dotImpl[float32]{mr: 4, nr: 4, kernel: avx512SdotTile, row: avx512SdotRow, maxRows: 16, chunk: 16},
 		narrow: avx2SgemmImpl, narrowMaxN: 16, swapMaxN: 16,
 		pool: new(sync.Pool),
 	}

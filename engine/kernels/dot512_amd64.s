@@ -195,3 +195,131 @@ sdot16store3:
 	VMOVUPS X0, (SI)
 	VZEROUPPER
 	RET
+
+// func sdotKernel1x8AVX512(k int, a *float32, b *float32, ldb int, c *float32, alpha float32, beta float32)
+//
+// One row of A against eight rows of B (the 1-row sampling step): each
+// element summed exactly as in sdotKernel4x4AVX512 (the same 16 lanes in
+// order, the same masked tail and reduction tree), so a row computed
+// alone equals the same row in a 4×4 tile, with no work spent on padding
+// rows. Rows 0-3 of B are at DI, R12, R13, BX and rows 4-7 four rows
+// further (R9 = 4·ldb bytes); the pointers move 64 bytes per 16
+// elements. Row j's accumulator is Z(16+j).
+TEXT ·sdotKernel1x8AVX512(SB), NOSPLIT, $0-48
+	MOVQ k+0(FP), CX
+	MOVQ a+8(FP), SI
+	MOVQ b+16(FP), DI
+	MOVQ ldb+24(FP), R9
+	SHLQ $2, R9
+	LEAQ (DI)(R9*1), R12
+	LEAQ (R12)(R9*1), R13
+	LEAQ (R13)(R9*1), BX
+	SHLQ $2, R9
+	VPXORD Z16, Z16, Z16
+	VPXORD Z17, Z17, Z17
+	VPXORD Z18, Z18, Z18
+	VPXORD Z19, Z19, Z19
+	VPXORD Z20, Z20, Z20
+	VPXORD Z21, Z21, Z21
+	VPXORD Z22, Z22, Z22
+	VPXORD Z23, Z23, Z23
+
+sdot1loop:
+	CMPQ CX, $16
+	JL sdot1tail
+	VMOVUPS (SI), Z0
+	VMOVUPS (DI), Z1
+	VFMADD231PS Z1, Z0, Z16
+	VMOVUPS (R12), Z2
+	VFMADD231PS Z2, Z0, Z17
+	VMOVUPS (R13), Z3
+	VFMADD231PS Z3, Z0, Z18
+	VMOVUPS (BX), Z4
+	VFMADD231PS Z4, Z0, Z19
+	VMOVUPS (DI)(R9*1), Z1
+	VFMADD231PS Z1, Z0, Z20
+	VMOVUPS (R12)(R9*1), Z2
+	VFMADD231PS Z2, Z0, Z21
+	VMOVUPS (R13)(R9*1), Z3
+	VFMADD231PS Z3, Z0, Z22
+	VMOVUPS (BX)(R9*1), Z4
+	VFMADD231PS Z4, Z0, Z23
+	ADDQ $64, SI
+	ADDQ $64, DI
+	ADDQ $64, R12
+	ADDQ $64, R13
+	ADDQ $64, BX
+	SUBQ $16, CX
+	JMP sdot1loop
+
+sdot1tail:
+	TESTQ CX, CX
+	JZ sdot1reduce
+	MOVL $1, R11
+	SHLL CX, R11
+	DECL R11
+	KMOVW R11, K1
+	VMOVUPS.Z (SI), K1, Z0
+	VMOVUPS.Z (DI), K1, Z1
+	VFMADD231PS Z1, Z0, Z16
+	VMOVUPS.Z (R12), K1, Z2
+	VFMADD231PS Z2, Z0, Z17
+	VMOVUPS.Z (R13), K1, Z3
+	VFMADD231PS Z3, Z0, Z18
+	VMOVUPS.Z (BX), K1, Z4
+	VFMADD231PS Z4, Z0, Z19
+	VMOVUPS.Z (DI)(R9*1), K1, Z1
+	VFMADD231PS Z1, Z0, Z20
+	VMOVUPS.Z (R12)(R9*1), K1, Z2
+	VFMADD231PS Z2, Z0, Z21
+	VMOVUPS.Z (R13)(R9*1), K1, Z3
+	VFMADD231PS Z3, Z0, Z22
+	VMOVUPS.Z (BX)(R9*1), K1, Z4
+	VFMADD231PS Z4, Z0, Z23
+
+sdot1reduce:
+	MOVQ         c+32(FP), SI
+	VBROADCASTSS alpha+40(FP), X2
+	VBROADCASTSS beta+44(FP), X3
+	MOVL         beta+44(FP), CX
+	ANDL         $0x7fffffff, CX
+	VEXTRACTF64X4 $1, Z16, Y4
+	VADDPS Z4, Z16, Z4
+	VEXTRACTF64X4 $1, Z17, Y5
+	VADDPS Z5, Z17, Z5
+	VEXTRACTF64X4 $1, Z18, Y6
+	VADDPS Z6, Z18, Z6
+	VEXTRACTF64X4 $1, Z19, Y7
+	VADDPS Z7, Z19, Z7
+	VHADDPS Y5, Y4, Y0
+	VHADDPS Y7, Y6, Y1
+	VHADDPS Y1, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS X1, X0, X0
+	VMULPS X2, X0, X0
+	TESTL CX, CX
+	JZ sdot1store0
+	VFMADD231PS 0(SI), X3, X0
+sdot1store0:
+	VMOVUPS X0, 0(SI)
+	VEXTRACTF64X4 $1, Z20, Y4
+	VADDPS Z4, Z20, Z4
+	VEXTRACTF64X4 $1, Z21, Y5
+	VADDPS Z5, Z21, Z5
+	VEXTRACTF64X4 $1, Z22, Y6
+	VADDPS Z6, Z22, Z6
+	VEXTRACTF64X4 $1, Z23, Y7
+	VADDPS Z7, Z23, Z7
+	VHADDPS Y5, Y4, Y0
+	VHADDPS Y7, Y6, Y1
+	VHADDPS Y1, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS X1, X0, X0
+	VMULPS X2, X0, X0
+	TESTL CX, CX
+	JZ sdot1store1
+	VFMADD231PS 16(SI), X3, X0
+sdot1store1:
+	VMOVUPS X0, 16(SI)
+	VZEROUPPER
+	RET

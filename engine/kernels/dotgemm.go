@@ -7,11 +7,21 @@ package kernels
 // only.
 type dotKernel[T float] func(k int, a []T, lda int, b []T, ldb int, c []T, ldc int, alpha, beta T)
 
+// dotRowKernel computes C[0:rowNR] = alpha·a·Bᵀ + beta·C for one row a
+// of length k >= 1 and rowNR rows b[j*ldb:].
+type dotRowKernel[T float] func(k int, a, b []T, ldb int, c []T, alpha, beta T)
+
+// rowNR is how many rows of B a dotRowKernel takes.
+const rowNR = 8
+
 // dotImpl is the path for C = alpha·A·Bᵀ + beta·C with few rows of A (the
 // engine's sampling step): no packing, every row read in place.
 type dotImpl[T float] struct {
-	mr, nr  int
-	kernel  dotKernel[T]
+	mr, nr int
+	kernel dotKernel[T]
+	// row, when set, computes one row of A against rowNR rows of B, each
+	// element exactly as kernel does, for m == 1.
+	row     dotRowKernel[T]
 	maxRows int // used when m <= maxRows
 	chunk   int // column tiles per work item
 }
@@ -22,6 +32,10 @@ type dotImpl[T float] struct {
 // so the result does not depend on par.
 func dotGemm[T float](im *gemmImpl[T], par Par, m, n, k int, alpha T, a []T, lda int, b []T, ldb int, beta T, c []T, ldc int) {
 	d := im.dot
+	if m == 1 && d.row != nil {
+		dotRow(im, par, n, k, alpha, a, b, ldb, beta, c)
+		return
+	}
 	mr, nr := d.mr, d.nr
 	rowBlocks := ceilDiv(m, mr)
 	colTiles := ceilDiv(n, nr)
@@ -96,6 +110,43 @@ func dotGemm[T float](im *gemmImpl[T], par Par, m, n, k int, alpha T, a []T, lda
 					copy(c[(i0+r)*ldc+j0:][:nb], tile[r*nr:r*nr+nb])
 				}
 			}
+		}
+	})
+}
+
+// dotRow is dotGemm for one row of A: rowNR columns of C at a time, the
+// last ones through a zero-padded copy of B's rows and a scratch tile.
+func dotRow[T float](im *gemmImpl[T], par Par, n, k int, alpha T, a, b []T, ldb int, beta T, c []T) {
+	d := im.dot
+	colTiles := ceilDiv(n, rowNR)
+	threads := im.threads(par, colTiles, int64(n)*int64(k))
+	const chunk = 16
+	items := ceilDiv(colTiles, chunk)
+	threads = min(threads, items)
+	parallelFor(threads, items, func(item, _ int) {
+		for jt := item * chunk; jt < min((item+1)*chunk, colTiles); jt++ {
+			j0 := jt * rowNR
+			nb := n - j0
+			if nb >= rowNR {
+				d.row(k, a, b[j0*ldb:], ldb, c[j0:], alpha, beta)
+				continue
+			}
+			buf := im.getBuf(rowNR * k)
+			edge := *buf
+			for j := range rowNR {
+				if j < nb {
+					copy(edge[j*k:(j+1)*k], b[(j0+j)*ldb:][:k])
+				} else {
+					clear(edge[j*k : (j+1)*k])
+				}
+			}
+			var tile [rowNR]T
+			if beta != 0 {
+				copy(tile[:nb], c[j0:n])
+			}
+			d.row(k, a, edge, k, tile[:], alpha, beta)
+			copy(c[j0:n], tile[:nb])
+			im.putBuf(buf)
 		}
 	})
 }
