@@ -173,6 +173,22 @@ const bf16DotRows = 16
 
 var bf16Pool = sync.Pool{New: func() any { return new([]BF16) }}
 
+// bf16Scratch takes one buffer per worker from bf16Pool;
+// putBF16Scratch returns them.
+func bf16Scratch(workers int) []*[]BF16 {
+	s := make([]*[]BF16, workers)
+	for w := range s {
+		s[w] = bf16Pool.Get().(*[]BF16)
+	}
+	return s
+}
+
+func putBF16Scratch(s []*[]BF16) {
+	for _, b := range s {
+		bf16Pool.Put(b)
+	}
+}
+
 // bf16DotGemm runs the dot route: A's rows rounded to bfloat16 into a
 // buffer of whole 4-row blocks (zero rows below m), B's rows read in place
 // but for a zero-padded copy of its last partial 4-row tile, each 4×4 tile
@@ -202,15 +218,8 @@ func bf16DotGemm(p Par, m, n, k int, alpha float32, a []float32, lda int, b []BF
 	const chunk = 16 // column tiles per work item
 	items := ceilDiv(colTiles, chunk)
 	threads = min(threads, items)
-	scratch := make([]*[]BF16, threads)
-	for w := range scratch {
-		scratch[w] = bf16Pool.Get().(*[]BF16)
-	}
-	defer func() {
-		for _, s := range scratch {
-			bf16Pool.Put(s)
-		}
-	}()
+	scratch := bf16Scratch(threads)
+	defer putBF16Scratch(scratch)
 	parallelFor(threads, items, func(item, w int) {
 		var tile [mr * nr]float32
 		for jt := item * chunk; jt < min((item+1)*chunk, colTiles); jt++ {
@@ -320,15 +329,8 @@ func bf16PackedGemm(p Par, transB bool, m, n, k int, alpha float32, a []float32,
 	threads = min(threads, items)
 	abuf := bf16Pool.Get().(*[]BF16)
 	defer bf16Pool.Put(abuf)
-	scratch := make([]*[]BF16, threads)
-	for w := range scratch {
-		scratch[w] = bf16Pool.Get().(*[]BF16)
-	}
-	defer func() {
-		for _, s := range scratch {
-			bf16Pool.Put(s)
-		}
-	}()
+	scratch := bf16Scratch(threads)
+	defer putBF16Scratch(scratch)
 	for pc := 0; pc < k; pc += kc {
 		kl := min(kc, k-pc)
 		kp := ceilDiv(kl, 2)

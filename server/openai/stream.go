@@ -212,49 +212,39 @@ func completionChunks(resp CompletionResponse, parts []streamPart, g gen) []any 
 		}
 		chunks = append(chunks, ch)
 	}
-	longest := 1
-	for _, p := range parts {
-		longest = max(longest, len(p.tokens))
-	}
-	for t := range longest {
-		for c, p := range parts {
-			full := resp.Choices[c]
-			last := max(len(p.tokens), 1) - 1
-			if t > last {
-				continue
-			}
-			sc := CompletionStreamChoice{Index: full.Index}
-			echoed := 0 // log-prob entries of the echoed prompt
-			if full.Logprobs != nil {
-				echoed = len(full.Logprobs.Tokens) - len(p.tokens)
-			}
-			lo, hi := echoed+t, echoed+t+1
-			if t == 0 {
-				sc.Text = full.Text[:full.echoLen]
-				lo = 0
-				if g.tokenIDs {
-					sc.PromptTokenIDs = p.prompt
-				}
-			}
-			if len(p.tokens) > 0 {
-				sc.Text += p.pieces[t]
-				usage.CompletionTokens++
-				if g.tokenIDs {
-					sc.TokenIDs = []int{p.tokens[t]}
-				}
-			} else {
-				hi = echoed
-			}
-			if full.Logprobs != nil {
-				sc.Logprobs = sliceLogprobs(full.Logprobs, lo, hi)
-			}
-			if t == last {
-				reason := full.FinishReason
-				sc.FinishReason, sc.StopReason = &reason, full.StopReason
-			}
-			emit(sc)
+	eachChunk(parts, func(t, c int, last bool) {
+		p, full := parts[c], resp.Choices[c]
+		sc := CompletionStreamChoice{Index: full.Index}
+		echoed := 0 // log-prob entries of the echoed prompt
+		if full.Logprobs != nil {
+			echoed = len(full.Logprobs.Tokens) - len(p.tokens)
 		}
-	}
+		lo, hi := echoed+t, echoed+t+1
+		if t == 0 {
+			sc.Text = full.Text[:full.echoLen]
+			lo = 0
+			if g.tokenIDs {
+				sc.PromptTokenIDs = p.prompt
+			}
+		}
+		if len(p.tokens) > 0 {
+			sc.Text += p.pieces[t]
+			usage.CompletionTokens++
+			if g.tokenIDs {
+				sc.TokenIDs = []int{p.tokens[t]}
+			}
+		} else {
+			hi = echoed
+		}
+		if full.Logprobs != nil {
+			sc.Logprobs = sliceLogprobs(full.Logprobs, lo, hi)
+		}
+		if last {
+			reason := full.FinishReason
+			sc.FinishReason, sc.StopReason = &reason, full.StopReason
+		}
+		emit(sc)
+	})
 	if g.stream.usage {
 		u := resp.Usage
 		chunks = append(chunks, CompletionStreamResponse{ID: resp.ID, Object: resp.Object, Created: resp.Created, Model: resp.Model, Choices: []CompletionStreamChoice{}, Usage: &u})
@@ -299,45 +289,52 @@ func chatChunks(resp ChatResponse, parts []streamPart, g gen) []any {
 		empty := ""
 		emit(ChatStreamChoice{Index: resp.Choices[c].Index, Delta: ChatDelta{Role: resp.Choices[c].Message.Role, Content: &empty}}, c == 0)
 	}
+	eachChunk(parts, func(t, c int, last bool) {
+		p, full := parts[c], resp.Choices[c]
+		sc := ChatStreamChoice{Index: full.Index}
+		if len(p.tokens) > 0 {
+			piece := p.pieces[t]
+			sc.Delta.Content = &piece
+			usage.CompletionTokens++
+			if g.tokenIDs {
+				sc.TokenIDs = []int{p.tokens[t]}
+			}
+			if full.Logprobs != nil {
+				sc.Logprobs = &ChatLogProbs{Content: full.Logprobs.Content[t : t+1]}
+			}
+		}
+		if t == 0 {
+			sc.Delta.Reasoning = full.Message.Reasoning
+		}
+		if last {
+			for i, tc := range full.Message.ToolCalls {
+				sc.Delta.ToolCalls = append(sc.Delta.ToolCalls, ChatToolCallDelta{Index: i, ChatToolCall: tc})
+			}
+			reason := full.FinishReason
+			sc.FinishReason, sc.StopReason = &reason, full.StopReason
+		}
+		emit(sc, false)
+	})
+	if g.stream.usage {
+		u := resp.Usage
+		chunks = append(chunks, ChatStreamResponse{ID: resp.ID, Object: "chat.completion.chunk", Created: resp.Created, Model: resp.Model, Choices: []ChatStreamChoice{}, Usage: &u})
+	}
+	return chunks
+}
+
+// eachChunk calls f for each chunk of a stream in order: token position t
+// of choice c, for every t and every choice that has a token there (a
+// choice with none has one chunk, at t = 0); last marks a choice's last.
+func eachChunk(parts []streamPart, f func(t, c int, last bool)) {
 	longest := 1
 	for _, p := range parts {
 		longest = max(longest, len(p.tokens))
 	}
 	for t := range longest {
 		for c, p := range parts {
-			full := resp.Choices[c]
-			last := max(len(p.tokens), 1) - 1
-			if t > last {
-				continue
+			if end := max(len(p.tokens), 1) - 1; t <= end {
+				f(t, c, t == end)
 			}
-			sc := ChatStreamChoice{Index: full.Index}
-			if len(p.tokens) > 0 {
-				piece := p.pieces[t]
-				sc.Delta.Content = &piece
-				usage.CompletionTokens++
-				if g.tokenIDs {
-					sc.TokenIDs = []int{p.tokens[t]}
-				}
-				if full.Logprobs != nil {
-					sc.Logprobs = &ChatLogProbs{Content: full.Logprobs.Content[t : t+1]}
-				}
-			}
-			if t == 0 {
-				sc.Delta.Reasoning = full.Message.Reasoning
-			}
-			if t == last {
-				for i, tc := range full.Message.ToolCalls {
-					sc.Delta.ToolCalls = append(sc.Delta.ToolCalls, ChatToolCallDelta{Index: i, ChatToolCall: tc})
-				}
-				reason := full.FinishReason
-				sc.FinishReason, sc.StopReason = &reason, full.StopReason
-			}
-			emit(sc, false)
 		}
 	}
-	if g.stream.usage {
-		u := resp.Usage
-		chunks = append(chunks, ChatStreamResponse{ID: resp.ID, Object: "chat.completion.chunk", Created: resp.Created, Model: resp.Model, Choices: []ChatStreamChoice{}, Usage: &u})
-	}
-	return chunks
 }
