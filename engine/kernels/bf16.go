@@ -375,23 +375,26 @@ func bf16PackedGemm(p Par, transB bool, m, n, k int, alpha float32, a []float32,
 // dst[((ib*kp+q)*bgMR+r)*2 : +2], rounded to bfloat16, zero past kl and m.
 func packPairsA(dst []BF16, m, kl, kp int, a []float32, lda int) {
 	const mr = bgMR
+	d32 := unsafe.Slice((*uint32)(unsafe.Pointer(&dst[0])), ceilDiv(m, mr)*kp*mr)
 	for ib := range ceilDiv(m, mr) {
-		blk := dst[ib*kp*mr*2 : (ib+1)*kp*mr*2]
-		for r := range mr {
-			i := ib*mr + r
-			if i >= m {
-				for q := range kp {
-					blk[(q*mr+r)*2], blk[(q*mr+r)*2+1] = 0, 0
-				}
-				continue
+		blk := d32[ib*kp*mr : (ib+1)*kp*mr]
+		rows := min(mr, m-ib*mr)
+		if rows < mr {
+			clear(blk)
+		}
+		var rs [mr][]float32
+		for r := range rows {
+			rs[r] = a[(ib*mr+r)*lda:][:kl]
+		}
+		for q := range kl / 2 {
+			out := blk[q*mr : q*mr+rows]
+			for r := range out {
+				out[r] = uint32(ToBF16(rs[r][2*q])) | uint32(ToBF16(rs[r][2*q+1]))<<16
 			}
-			row := a[i*lda:][:kl]
-			for q := range kp {
-				lo, hi := ToBF16(row[2*q]), BF16(0)
-				if 2*q+1 < kl {
-					hi = ToBF16(row[2*q+1])
-				}
-				blk[(q*mr+r)*2], blk[(q*mr+r)*2+1] = lo, hi
+		}
+		if kl%2 != 0 {
+			for r := range rows {
+				blk[(kp-1)*mr+r] = uint32(ToBF16(rs[r][kl-1]))
 			}
 		}
 	}
@@ -437,18 +440,19 @@ func packPairsB(dst []BF16, transB bool, j0, nb, pc, kl, kp int, b []BF16, ldb i
 		}
 		return
 	}
+	d32 := unsafe.Slice((*uint32)(unsafe.Pointer(&dst[0])), kp*nr)
 	for q := range kp {
 		even := b[(pc+2*q)*ldb+j0:][:nb]
-		out := dst[q*nr*2:]
+		out := d32[q*nr : q*nr+nb]
 		if 2*q+1 < kl {
 			odd := b[(pc+2*q+1)*ldb+j0:][:nb]
-			for j := range nb {
-				out[2*j], out[2*j+1] = even[j], odd[j]
+			for j := range out {
+				out[j] = uint32(even[j]) | uint32(odd[j])<<16
 			}
 			continue
 		}
-		for j := range nb {
-			out[2*j] = even[j]
+		for j := range out {
+			out[j] = uint32(even[j])
 		}
 	}
 }
