@@ -17,7 +17,7 @@ func (d *decoder[T]) decodeStep(active, lastTok []int, slot int) {
 	d.q, d.k, d.v, d.ao = grow(d.q, m*qd, false), grow(d.k, m*kvd, false), grow(d.v, m*kvd, false), grow(d.ao, m*qd, false)
 	d.g, d.u, d.h = grow(d.g, m*hid, false), grow(d.u, m*hid, false), grow(d.h, m*hid, false)
 	rs := make([]T, m*max(1, cfg.Heads))
-	emb := dense[T]{w: nt.m.Embed, out: cfg.Vocab, in: dim}
+	emb := nt.m.embedding()
 	for r, i := range active {
 		emb.row(lastTok[i], d.x[r*dim:(r+1)*dim])
 	}

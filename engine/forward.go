@@ -89,6 +89,9 @@ func (nt *net[T]) lin(i int, k kind) linear[T] {
 	}
 	pick := func(out, in int, wf func(*Block[T]) []T, bf func(*Block[T]) []T, ap func(*BlockAdapter[T]) *LoraPair[T]) {
 		l.w, l.out, l.in = dense[T]{w: wf(b), out: out, in: in}, out, in
+		if w16 := nt.m.matrixBF16(i, k); w16 != nil {
+			l.w = bf16Dense[T]{w: w16, out: out, in: in}
+		}
 		if bf != nil {
 			l.bias = bf(b)
 		}
@@ -132,6 +135,9 @@ func (nt *net[T]) lin(i int, k kind) linear[T] {
 	case kindUnembed:
 		w := nt.m.unembed()
 		l.w, l.out, l.in = dense[T]{w: w, out: c.Vocab, in: d}, c.Vocab, d
+		if w16 := nt.m.matrixBF16(-1, kindUnembed); w16 != nil {
+			l.w = bf16Dense[T]{w: w16, out: c.Vocab, in: d}
+		}
 		if nt.gm != nil {
 			l.gw = nt.gm.unembed() // tied: the embedding's gradient
 		}
@@ -170,7 +176,7 @@ func (nt *net[T]) forwardPacked(a *acts[T]) {
 	}
 	x := grow(a.scratch.a, n*d, false)
 	a.scratch.a = x
-	emb := dense[T]{w: nt.m.Embed, out: c.Vocab, in: d}
+	emb := nt.m.embedding()
 	for i, t := range a.tokens {
 		emb.row(t, x[i*d:(i+1)*d])
 	}

@@ -30,12 +30,18 @@ func qwenLikeConfig() Config {
 func TestSamplerMatchesTrainerHF(t *testing.T) {
 	t.Parallel()
 	cfg := qwenLikeConfig()
-	t.Run("float32", func(t *testing.T) { t.Parallel(); checkSamplerHF[float32](t, cfg, 1e-4, 1e-5) })
-	t.Run("float64", func(t *testing.T) { t.Parallel(); checkSamplerHF[float64](t, cfg, 1e-10, 1e-10) })
+	t.Run("float32", func(t *testing.T) { t.Parallel(); checkSamplerHF(t, hfModel[float32](t, cfg, 4), 1e-4, 1e-5) })
+	t.Run("float64", func(t *testing.T) { t.Parallel(); checkSamplerHF(t, hfModel[float64](t, cfg, 4), 1e-10, 1e-10) })
+	t.Run("bfloat16 matrices", func(t *testing.T) {
+		t.Parallel()
+		b16, err := StoreBF16(hfModel[float32](t, cfg, 4))
+		require.NoError(t, err)
+		checkSamplerHF(t, b16, 1e-4, 1e-5)
+	})
 }
 
-func checkSamplerHF[T Float](t *testing.T, cfg Config, tolTrainer, tolCache float64) {
-	base := hfModel[T](t, cfg, 4)
+func checkSamplerHF[T Float](t *testing.T, base *Model[T], tolTrainer, tolCache float64) {
+	cfg := base.Config
 	ad, err := NewAdapter[T](cfg, DefaultLoraConfig())
 	require.NoError(t, err)
 	randomizeAdapter(ad, 3, 0.1)

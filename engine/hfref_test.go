@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/tandemrl/tandem/engine/kernels"
 )
 
 // A naive float64 transcription of Hugging Face's Llama / Qwen2 / Qwen3
@@ -392,16 +394,24 @@ func TestForwardMatchesHFReference(t *testing.T) {
 				}
 				data = append(data, Example{Input: seq[:40], Targets: seq[1:]})
 			}
+			// The same model with its matrices stored in bfloat16, and the
+			// reference over exactly those weights.
+			b16, err := StoreBF16(ConvertModel[float32](base64))
+			require.NoError(t, err)
+			ref16 := ConvertModel[float64](b16)
 			for _, withAd := range []bool{false, true} {
 				var ad *Adapter[float64]
 				if withAd {
 					ad = ad64
 				}
 				want := make([][]float64, len(data))
+				want16 := make([][]float64, len(data))
 				for i, ex := range data {
 					rows := refLogSoftmax(base64, ad, ex.Input)
+					rows16 := refLogSoftmax(ref16, ad, ex.Input)
 					for j, tg := range ex.Targets {
 						want[i] = append(want[i], rows[j][tg])
+						want16[i] = append(want16[i], rows16[j][tg])
 					}
 				}
 				for _, shared := range []bool{false, true} {
@@ -411,9 +421,11 @@ func TestForwardMatchesHFReference(t *testing.T) {
 						ad32 = convertAdapter[float32](ad)
 					}
 					gap32 := engineGap(t, ConvertModel[float32](base64), ad32, data, want, !shared)
+					gap16 := engineGap(t, b16, ad32, data, want16, !shared)
 					assert.LessOrEqual(t, gap64, 1e-9, "float64, adapter %v, shared %v", withAd, shared)
 					assert.LessOrEqual(t, gap32, 1e-4, "float32, adapter %v, shared %v", withAd, shared)
-					t.Logf("adapter %-5v shared %-5v max |engine − reference| float64 %.2e float32 %.2e", withAd, shared, gap64, gap32)
+					assert.LessOrEqual(t, gap16, 2e-3, "bfloat16 weights (%s), adapter %v, shared %v", kernels.BF16Implementation(), withAd, shared)
+					t.Logf("adapter %-5v shared %-5v max |engine − reference| float64 %.2e float32 %.2e bfloat16 weights %.2e", withAd, shared, gap64, gap32, gap16)
 				}
 			}
 		})

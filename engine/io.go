@@ -86,6 +86,7 @@ func readTensors[T Float](f *safetensors.File, want []expected[T], what string) 
 // names, its Config in the metadata, elements stored as dtype (F32, F64, or
 // F16/BF16 for a compact file). The write is atomic.
 func SaveBase[T Float](path string, m *Model[T], dtype safetensors.DType) error {
+	m = m.Widen()
 	cj, err := json.Marshal(m.Config)
 	if err != nil {
 		return err

@@ -5,6 +5,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"strings"
+
+	"github.com/tandemrl/tandem/engine/kernels"
 )
 
 // Model holds the base weights of a transformer. Matrices are row-major
@@ -17,6 +19,10 @@ type Model[T Float] struct {
 	Blocks    []Block[T]
 	FinalNorm []T // Dim
 	Unembed   []T // Vocab×Dim; nil when Config.TiedEmbed (Embed is used)
+	// BF16, when set, holds the matrices in bfloat16 and the []T matrix
+	// fields (Embed, Unembed, each Block's projections) are nil; see
+	// [MatricesBF16] and [NewZeroModelBF16].
+	BF16 *MatricesBF16
 }
 
 // Block is one transformer block's weights. With QDim = Heads·HeadDim and
@@ -99,9 +105,17 @@ func newZeroModel[T Float](cfg Config) *Model[T] {
 	return m
 }
 
-// Clone returns a deep copy of m.
+// Clone returns a deep copy of m (a bfloat16 model's matrices copied into
+// memory of their own, even when they were views of a mapped file).
 func (m *Model[T]) Clone() *Model[T] {
 	c := newZeroModel[T](m.Config)
+	if m.BF16 != nil {
+		c, _ = NewZeroModelBF16[T](m.Config)
+		dst := c.TensorsBF16()
+		for i, t := range m.TensorsBF16() {
+			*dst[i].Data = append([]kernels.BF16(nil), *t.Data...)
+		}
+	}
 	src, dst := m.tensors(), c.tensors()
 	for i := range src {
 		copy(dst[i].Data, src[i].Data)
@@ -115,11 +129,15 @@ func (m *Model[T]) NumParams() int {
 	for _, t := range m.tensors() {
 		n += len(t.Data)
 	}
+	for _, t := range m.TensorsBF16() {
+		n += len(*t.Data)
+	}
 	return n
 }
 
 // ConvertModel returns a copy of m with elements of type U.
 func ConvertModel[U, T Float](m *Model[T]) *Model[U] {
+	m = m.Widen()
 	c := newZeroModel[U](m.Config)
 	src, dst := m.tensors(), c.tensors()
 	for i := range src {
@@ -162,8 +180,23 @@ type namedTensor[T Float] struct {
 
 // tensors lists m's weights in a fixed order under their Hugging Face
 // (Llama) names; optional tensors the Config does not ask for are left
-// out. The Data slices alias m.
+// out, and so are a bfloat16 model's matrices ([Model.TensorsBF16] lists
+// them). The Data slices alias m.
 func (m *Model[T]) tensors() []namedTensor[T] {
+	all := m.allTensors()
+	if m.BF16 == nil {
+		return all
+	}
+	out := all[:0]
+	for _, t := range all {
+		if t.Data != nil {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+func (m *Model[T]) allTensors() []namedTensor[T] {
 	c := m.Config
 	d, h, v := c.Dim, c.Hidden, c.Vocab
 	q, kv, hd := c.QDim(), c.KVDim(), c.headDim()

@@ -1,6 +1,7 @@
 // Command kernels measures the engine's matrix kernels on Qwen3-0.6B's
 // products (hidden 1024, MLP 3072), in float32 (Sgemm) and with bfloat16
-// weights (SgemmBF16), next to float32 products through numpy in the same
+// weights (SgemmBF16, and SgemmBF16RoundA which rounds the activations),
+// next to float32 products through numpy in the same
 // run, and the machine's memory bandwidth against the 1-row decode product
 // streaming weights that do not fit in cache.
 //
@@ -62,6 +63,7 @@ type row struct {
 	Shape      string  `json:"shape"`
 	F32        float64 `json:"f32_gflops"`
 	BF16       float64 `json:"bf16_gflops"`
+	BF16RoundA float64 `json:"bf16_rounda_gflops"`
 	Numpy      float64 `json:"numpy_gflops,omitempty"`
 	BF16OverF  float64 `json:"bf16_over_f32"`
 	F32OverNp  float64 `json:"f32_over_numpy,omitempty"`
@@ -113,7 +115,7 @@ func main() {
 	for _, s := range shapes {
 		r := measureShape(par, s, dur, np)
 		rep.Rows = append(rep.Rows, r)
-		fmt.Printf("%-20s f32 %7.1f   bf16 %7.1f GFLOP/s   bf16/f32 %.2f", s.Name, r.F32, r.BF16, r.BF16OverF)
+		fmt.Printf("%-20s f32 %7.1f   bf16 %7.1f   bf16 A rounded %7.1f GFLOP/s   bf16/f32 %.2f", s.Name, r.F32, r.BF16, r.BF16RoundA, r.BF16OverF)
 		if r.Numpy > 0 && rep.CoreName != "" {
 			r := &rep.Rows[len(rep.Rows)-1]
 			r.F32OverNp, r.BF16OverNp = r.F32/r.Numpy, r.BF16/r.Numpy
@@ -136,7 +138,8 @@ func main() {
 	}
 }
 
-// measureShape times Sgemm, SgemmBF16 and (with np) numpy on s in turn,
+// measureShape times Sgemm, SgemmBF16, SgemmBF16RoundA and (with np)
+// numpy on s in turn,
 // four rounds of a twelfth of dur each, so all see the same machine; it
 // returns GFLOP/s.
 func measureShape(par kernels.Par, s shape, dur time.Duration, np *numpyProc) row {
@@ -152,8 +155,8 @@ func measureShape(par kernels.Par, s shape, dur time.Duration, np *numpyProc) ro
 		ldb = s.N
 	}
 	flops := 2 * float64(s.M) * float64(s.N) * float64(s.K)
-	var tf, tb time.Duration
-	var nf, nb int
+	var tf, tb, tr time.Duration
+	var nf, nb, nr int
 	var npSum float64
 	npRounds := 0
 	for range 4 {
@@ -161,6 +164,8 @@ func measureShape(par kernels.Par, s shape, dur time.Duration, np *numpyProc) ro
 		tf, nf = tf+d, nf+n
 		d, n = timeLoop(dur/12, func() { par.SgemmBF16(s.TransB, s.M, s.N, s.K, 1, a, s.K, w16, ldb, 0, c, s.N) })
 		tb, nb = tb+d, nb+n
+		d, n = timeLoop(dur/12, func() { par.SgemmBF16RoundA(s.TransB, s.M, s.N, s.K, 1, a, s.K, w16, ldb, 0, c, s.N) })
+		tr, nr = tr+d, nr+n
 		if np != nil {
 			if g, err := np.measure(s, dur/12); err == nil {
 				npSum += g
@@ -170,7 +175,8 @@ func measureShape(par kernels.Par, s shape, dur time.Duration, np *numpyProc) ro
 			}
 		}
 	}
-	r := row{Shape: s.Name, F32: flops * float64(nf) / tf.Seconds() / 1e9, BF16: flops * float64(nb) / tb.Seconds() / 1e9}
+	r := row{Shape: s.Name, F32: flops * float64(nf) / tf.Seconds() / 1e9, BF16: flops * float64(nb) / tb.Seconds() / 1e9,
+		BF16RoundA: flops * float64(nr) / tr.Seconds() / 1e9}
 	r.BF16OverF = r.BF16 / r.F32
 	if npRounds > 0 {
 		r.Numpy = npSum / float64(npRounds)

@@ -65,10 +65,16 @@ func TestGoldenLogprobs(t *testing.T) {
 			t.Parallel()
 			checkGolden[float64](t, name)
 		})
+		if readGolden(t, name).DType == "BF16" {
+			t.Run(name+"/bf16-matrices", func(t *testing.T) {
+				t.Parallel()
+				checkGolden[float32](t, name, WithBF16Matrices())
+			})
+		}
 	}
 }
 
-func checkGolden[T engine.Float](t *testing.T, name string) {
+func checkGolden[T engine.Float](t *testing.T, name string, opts ...Option) {
 	defer func() {
 		// An engine without the case's features may panic; report it as
 		// this case's failure so the other cases still run.
@@ -77,8 +83,13 @@ func checkGolden[T engine.Float](t *testing.T, name string) {
 		}
 	}()
 	g := readGolden(t, name)
-	m, _, err := Load[T](filepath.Join("testdata", name))
+	m, info, err := Load[T](filepath.Join("testdata", name), opts...)
 	require.NoError(t, err)
+	defer m.Close()
+	if len(opts) > 0 {
+		require.True(t, info.MatricesBF16, "the BF16 checkpoint keeps its matrices in bfloat16")
+		require.Positive(t, info.MappedBytes, "views of the mapped files")
+	}
 	tr, err := engine.NewTrainer(m, engine.LoraConfig{Rank: 1, TrainAttn: true}, engine.TrainerOptions{})
 	require.NoError(t, err)
 	var data []engine.Example
@@ -100,5 +111,5 @@ func checkGolden[T engine.Float](t *testing.T, name string) {
 		}
 	}
 	assert.LessOrEqual(t, worst, tol, "%s: max |Δ log-prob| %.3g at position %d (tolerance %.0e)", name, worst, at, tol)
-	t.Logf("%s (%T): max |Δ log-prob| %.3g at position %d", name, T(0), worst, at)
+	t.Logf("%s (%T, bfloat16 matrices %v): max |Δ log-prob| %.3g at position %d", name, T(0), m.IsBF16(), worst, at)
 }

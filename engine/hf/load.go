@@ -40,6 +40,15 @@ type Options struct {
 	// it such a file is an error, since transformers would silently use
 	// embed_tokens and drop the stored head.
 	UntieDifferentHead bool
+	// BF16Matrices: when every matrix (the embedding, the projections and
+	// lm_head) is stored in BF16, the model keeps them in bfloat16
+	// ([engine.MatricesBF16]) as views of the memory-mapped weight files
+	// (read into memory where a tensor is not 2-byte aligned), so they take
+	// their file's bytes once, shared with every process mapping the same
+	// files. The norms and biases are read into T. A checkpoint with a
+	// matrix in another dtype loads in T as without it; Info.MatricesBF16
+	// says which happened. Close the model ([engine.Model.Close]) to unmap.
+	BF16Matrices bool
 }
 
 // Option sets a field of [Options].
@@ -50,6 +59,9 @@ func WithMaxContext(n int) Option { return func(o *Options) { o.MaxContext = n }
 
 // WithUntieDifferentHead sets [Options.UntieDifferentHead].
 func WithUntieDifferentHead() Option { return func(o *Options) { o.UntieDifferentHead = true } }
+
+// WithBF16Matrices sets [Options.BF16Matrices].
+func WithBF16Matrices() Option { return func(o *Options) { o.BF16Matrices = true } }
 
 // Info describes a loaded checkpoint beyond its engine Config.
 type Info struct {
@@ -84,6 +96,11 @@ type Info struct {
 	// Untied: the model was declared tied but its different lm_head.weight
 	// was kept (Options.UntieDifferentHead).
 	Untied bool
+	// MatricesBF16: the model keeps its matrices in bfloat16
+	// (Options.BF16Matrices and every matrix stored in BF16); MappedBytes
+	// of them are views of the mapped weight files.
+	MatricesBF16 bool
+	MappedBytes  int64
 }
 
 // Load reads the Hugging Face causal-LM folder dir (config.json, optional
@@ -148,11 +165,11 @@ func Load[T engine.Float](dir string, opts ...Option) (*engine.Model[T], *Info, 
 	if _, err := os.Stat(filepath.Join(dir, TokenizerFile)); err == nil {
 		info.TokenizerPath = filepath.Join(dir, TokenizerFile)
 	}
-	m, err := engine.NewZeroModel[T](mc.cfg)
-	if err != nil {
+	if err := mc.cfg.Validate(); err != nil {
 		return nil, nil, &ConfigError{File: cpath, Msg: err.Error()}
 	}
-	if err := loadWeights(dir, m, info, o); err != nil {
+	m, err := loadWeights[T](dir, mc.cfg, info, o)
+	if err != nil {
 		return nil, nil, err
 	}
 	return m, info, nil
@@ -236,11 +253,12 @@ func openShard(dir, name string) (*shard, error) {
 	return &shard{name: name, path: path, f: f, h: h}, nil
 }
 
-// loadWeights fills m from the weight files of dir.
-func loadWeights[T engine.Float](dir string, m *engine.Model[T], info *Info, o Options) error {
+// loadWeights makes the model of cfg and fills it from the weight files of
+// dir.
+func loadWeights[T engine.Float](dir string, cfg engine.Config, info *Info, o Options) (*engine.Model[T], error) {
 	where, files, err := weightFiles(dir)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	shards := map[string]*shard{}
 	defer func() {
@@ -253,19 +271,19 @@ func loadWeights[T engine.Float](dir string, m *engine.Model[T], info *Info, o O
 	for _, name := range files {
 		s, err := openShard(dir, name)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		shards[name] = s
 		info.WeightFiles = append(info.WeightFiles, name)
 		for _, tn := range s.h.Names() {
 			if prev, ok := owner[tn]; ok {
-				return &WeightError{File: s.path, Tensor: tn, Msg: "also stored in " + prev.name}
+				return nil, &WeightError{File: s.path, Tensor: tn, Msg: "also stored in " + prev.name}
 			}
 			if where != nil && where[tn] != name {
 				if where[tn] == "" {
-					return &WeightError{File: s.path, Tensor: tn, Msg: "not listed in " + IndexFile}
+					return nil, &WeightError{File: s.path, Tensor: tn, Msg: "not listed in " + IndexFile}
 				}
-				return &WeightError{File: s.path, Tensor: tn, Msg: IndexFile + " places it in " + where[tn]}
+				return nil, &WeightError{File: s.path, Tensor: tn, Msg: IndexFile + " places it in " + where[tn]}
 			}
 			owner[tn] = s
 			dtypes[s.h.Tensors[tn].DType] = true
@@ -273,7 +291,7 @@ func loadWeights[T engine.Float](dir string, m *engine.Model[T], info *Info, o O
 	}
 	for tn, fname := range where {
 		if owner[tn] == nil {
-			return &WeightError{File: filepath.Join(dir, fname), Tensor: tn, Msg: IndexFile + " lists it here but the file does not hold it"}
+			return nil, &WeightError{File: filepath.Join(dir, fname), Tensor: tn, Msg: IndexFile + " lists it here but the file does not hold it"}
 		}
 	}
 	for d := range dtypes {
@@ -281,8 +299,23 @@ func loadWeights[T engine.Float](dir string, m *engine.Model[T], info *Info, o O
 	}
 	sort.Slice(info.WeightDTypes, func(i, j int) bool { return info.WeightDTypes[i] < info.WeightDTypes[j] })
 
+	m, err := newModelFor[T](cfg, owner, o)
+	if err != nil {
+		return nil, err
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			m.Close()
+		}
+	}()
 	buf := make([]byte, 1<<20)
 	needed := map[string]bool{}
+	if m.IsBF16() {
+		if err := readBF16Matrices(m, owner, needed, info, buf); err != nil {
+			return nil, err
+		}
+	}
 	for _, t := range m.Tensors() {
 		needed[t.Name] = true
 		s := owner[t.Name]
@@ -291,10 +324,10 @@ func loadWeights[T engine.Float](dir string, m *engine.Model[T], info *Info, o O
 			if where != nil {
 				file, msg = filepath.Join(dir, IndexFile), "missing from the index and from every shard"
 			}
-			return &WeightError{File: file, Tensor: t.Name, Msg: fmt.Sprintf("%s; the config needs it with shape %v", msg, t.Shape)}
+			return nil, &WeightError{File: file, Tensor: t.Name, Msg: fmt.Sprintf("%s; the config needs it with shape %v", msg, t.Shape)}
 		}
 		if err := readTensor(s, t.Name, t.Shape, t.Data, buf); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	var extra []string
@@ -309,17 +342,22 @@ func loadWeights[T engine.Float](dir string, m *engine.Model[T], info *Info, o O
 		switch {
 		case invFreq.MatchString(tn):
 			if !s.h.Tensors[tn].DType.IsFloat() {
-				return &WeightError{File: s.path, Tensor: tn, Msg: fmt.Sprintf("dtype %s; want a floating type", s.h.Tensors[tn].DType)}
+				return nil, &WeightError{File: s.path, Tensor: tn, Msg: fmt.Sprintf("dtype %s; want a floating type", s.h.Tensors[tn].DType)}
+			}
+		case tn == "lm_head.weight" && m.Config.TiedEmbed && m.IsBF16():
+			if err := tiedHeadBF16(s, m, info, o); err != nil {
+				return nil, err
 			}
 		case tn == "lm_head.weight" && m.Config.TiedEmbed:
 			if err := tiedHead(s, m, info, o, buf); err != nil {
-				return err
+				return nil, err
 			}
 		default:
-			return &WeightError{File: s.path, Tensor: tn, Msg: fmt.Sprintf("unexpected tensor for model_type %q with this config (allowed extras: model.layers.N.self_attn.rotary_emb.inv_freq, and lm_head.weight when tie_word_embeddings is true)", info.ModelType)}
+			return nil, &WeightError{File: s.path, Tensor: tn, Msg: fmt.Sprintf("unexpected tensor for model_type %q with this config (allowed extras: model.layers.N.self_attn.rotary_emb.inv_freq, and lm_head.weight when tie_word_embeddings is true)", info.ModelType)}
 		}
 	}
-	return nil
+	ok = true
+	return m, nil
 }
 
 // readTensor checks tensor name's dtype and shape in s and reads it into dst.

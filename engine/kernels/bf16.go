@@ -55,31 +55,46 @@ func WidenBF16(dst []float32, src []BF16) {
 // reports it.
 //
 //   - avx512bf16 (AVX512_BF16 and AVX512BW, the default where the CPU has
-//     them): A's elements are rounded to bfloat16 (to nearest, ties to even)
-//     as they are read, and VDPBF16PS multiplies pairs of bfloat16 elements
-//     (each product exact) and accumulates them in float32, two depth steps
-//     per instruction: the products run at up to twice Sgemm's rate and B
-//     is read at half its bytes. Per element, VDPBF16PS adds the product of
-//     the pair's odd elements, rounds, adds the even one's, rounds.
-//     A product with at most 16 rows and transB (the sampling step) runs as
-//     4×4 tiles of dot products over the rows of A and B in place: each
-//     element sums in 16 lanes, lane l over the pairs (32g+2l, 32g+2l+1) in
-//     order of g, then in a fixed tree. Other products run on packed copies
-//     in 12×32 tiles: each element sums its pairs in order, one depth pass
-//     of 256 steps at a time (C = alpha·s₀ + beta·C, then C = alpha·sᵢ + C).
-//     Either way an element's value depends on its row of A and column of
-//     op(B) and the shape's route only, never on the other rows: a row
-//     computed alone equals the same row among up to 16 (continuous
-//     batching relies on it).
+//     them): each element of A is split into two bfloat16 parts, hi (A
+//     rounded to nearest, ties to even) and lo (A − hi, rounded), which
+//     hold it to 16 significant bits (a relative error below 2⁻¹⁷), and
+//     VDPBF16PS multiplies pairs of bfloat16 elements (each product exact)
+//     and accumulates them in float32: per element and pair of depth steps,
+//     the hi part's odd product, then its even one, then the lo part's, each
+//     sum rounded. B is read at half its float32 bytes; the products run at
+//     about Sgemm's rate ([Par.SgemmBF16RoundA] rounds A instead and runs
+//     at twice it). A product with at most 16 rows and transB (the sampling
+//     step) runs as 4×4 tiles of dot products over the rows of A and B in
+//     place (one row: 1×8): each element sums in 16 lanes, lane l over the
+//     pairs (32g+2l, 32g+2l+1) in order of g, then in a fixed tree. Other
+//     products run on packed copies in 12×32 tiles: each element sums its
+//     pairs in order, one depth pass of 256 steps at a time (C = alpha·s₀ +
+//     beta·C, then C = alpha·sᵢ + C). Either way an element's value
+//     depends on its row of A, its column of op(B) and the shape's route
+//     only, never on the other rows: a row computed alone equals the same
+//     row among up to 16 (continuous batching relies on it).
 //   - widen (every other CPU, and TANDEM_KERNELS=purego or avx2): B is
 //     widened to float32, a block of at most 256 of op(B)'s columns at a
-//     time, and each block runs through Sgemm; A is not rounded.
+//     time, and each block runs through Sgemm.
 //
-// Results are bit-identical for every Par.Threads value. They differ
-// between implementations: avx512bf16 rounds A, a relative error of up to
-// 2⁻⁹ per element, which sums of many products average down.
+// Results are bit-identical for every Par.Threads value; they differ in
+// the last bits between implementations.
 func (p Par) SgemmBF16(transB bool, m, n, k int, alpha float32, a []float32, lda int, b []BF16, ldb int, beta float32, c []float32, ldc int) {
 	checkGemm("SgemmBF16", false, transB, m, n, k, lda, ldb, ldc, len(a), len(b), len(c))
+	sgemmBF16(p, bf16Split, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+}
+
+// SgemmBF16RoundA is SgemmBF16 with each element of A rounded to one
+// bfloat16 (a relative error up to 2⁻⁹) instead of split in two: on
+// avx512bf16 the products run at twice Sgemm's rate. Its routes and their
+// summation order are SgemmBF16's without the lo parts; the widen
+// implementation does not round A.
+func (p Par) SgemmBF16RoundA(transB bool, m, n, k int, alpha float32, a []float32, lda int, b []BF16, ldb int, beta float32, c []float32, ldc int) {
+	checkGemm("SgemmBF16RoundA", false, transB, m, n, k, lda, ldb, ldc, len(a), len(b), len(c))
+	sgemmBF16(p, bf16Round, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+}
+
+func sgemmBF16(p Par, ks *bf16Kernels, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []BF16, ldb int, beta float32, c []float32, ldc int) {
 	if m == 0 || n == 0 {
 		return
 	}
@@ -87,24 +102,50 @@ func (p Par) SgemmBF16(transB bool, m, n, k int, alpha float32, a []float32, lda
 		scaleC(m, n, beta, c, ldc)
 		return
 	}
-	if bf16Dot != nil && transB && m <= bf16DotRows {
-		bf16DotGemm(p, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
-		return
+	switch {
+	case ks == nil:
+		widenGemm(p, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+	case transB && m <= bf16DotRows:
+		bf16DotGemm(p, ks, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+	default:
+		bf16PackedGemm(p, ks, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 	}
-	if bf16Gemm != nil {
-		bf16PackedGemm(p, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
-		return
-	}
-	widenGemm(p, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 }
 
-// BF16Implementation names the arithmetic SgemmBF16 runs on this machine
-// for the sampling step's shapes: "avx512bf16" or "widen".
+// BF16Implementation names the arithmetic SgemmBF16 runs on this machine:
+// "avx512bf16" or "widen".
 func BF16Implementation() string {
-	if bf16Dot != nil {
+	if bf16Split != nil {
 		return "avx512bf16"
 	}
 	return "widen"
+}
+
+// bf16Kernels are one arithmetic's kernels: with split, A is given as hi
+// and lo parts (see SgemmBF16), else rounded.
+type bf16Kernels struct {
+	split bool
+	// dot computes a 4×4 tile of C = alpha·A·Bᵀ + beta·C over rows
+	// a[r*lda:] (with split, rows 4-7 are the lo parts of rows 0-3) and
+	// b[j*ldb:] of length k >= 1; C is not read when beta == 0.
+	dot func(k int, a []BF16, lda int, b []BF16, ldb int, c []float32, ldc int, alpha, beta float32)
+	// row computes C[0:8] for one row a (and its lo part, with split)
+	// against 8 rows of B, each element exactly as dot does.
+	row func(k int, a, lo, b []BF16, ldb int, c []float32, alpha, beta float32)
+	// gemm computes a bgMR×bgNR tile of C = alpha·A·B + beta·C over kp >= 1
+	// pairs of depth steps from pair-packed A (see packPairsA) and B.
+	gemm func(kp int, a, b []BF16, c []float32, ldc int, alpha, beta float32)
+}
+
+// bf16Split and bf16Round are the AVX512_BF16 kernels of SgemmBF16 and
+// SgemmBF16RoundA; nil where the CPU has none.
+var bf16Split, bf16Round *bf16Kernels
+
+// splitBF16 is x as hi + lo: hi rounded to nearest, lo the rest rounded
+// (x − hi is exact in float32).
+func splitBF16(x float32) (hi, lo BF16) {
+	hi = ToBF16(x)
+	return hi, ToBF16(x - hi.Float32())
 }
 
 // widenBlock is how many of op(B)'s columns widenGemm widens at a time: a
@@ -151,22 +192,6 @@ func growBF16(buf *[]BF16, n int) []BF16 {
 	return (*buf)[:n]
 }
 
-// bf16DotKernel computes a 4×4 tile of C = alpha·A·Bᵀ + beta·C over
-// bfloat16 rows a[r*lda:], b[j*ldb:] of length k >= 1 (C not read when
-// beta == 0).
-type bf16DotKernel func(k int, a []BF16, lda int, b []BF16, ldb int, c []float32, ldc int, alpha, beta float32)
-
-// bf16Dot is the dot-route kernel, nil where the CPU has none.
-var bf16Dot bf16DotKernel
-
-// bf16DotRowKernel computes one row of A against 8 rows of B, each
-// element exactly as bf16DotKernel computes it.
-type bf16DotRowKernel func(k int, a, b []BF16, ldb int, c []float32, alpha, beta float32)
-
-// bf16Dot1 is the dot route's kernel for a single row of A, which spends
-// no work on the padding rows of a 4×4 tile (nil: use bf16Dot).
-var bf16Dot1 bf16DotRowKernel
-
 // bf16DotRows is the most rows of A the dot route takes, as Sgemm's
 // AVX-512 float32 dot route.
 const bf16DotRows = 16
@@ -189,28 +214,38 @@ func putBF16Scratch(s []*[]BF16) {
 	}
 }
 
-// bf16DotGemm runs the dot route: A's rows rounded to bfloat16 into a
-// buffer of whole 4-row blocks (zero rows below m), B's rows read in place
-// but for a zero-padded copy of its last partial 4-row tile, each 4×4 tile
-// of C by the same kernel (edge tiles through a scratch tile), tiles split
-// over goroutines by columns. Nothing a tile computes depends on the
-// others, so neither the split nor m changes a value.
-func bf16DotGemm(p Par, m, n, k int, alpha float32, a []float32, lda int, b []BF16, ldb int, beta float32, c []float32, ldc int) {
-	if m == 1 && bf16Dot1 != nil {
-		bf16DotRow(p, n, k, alpha, a, b, ldb, beta, c)
+// bf16DotGemm runs the dot route: A's rows converted to bfloat16 (rounded,
+// or split into hi and lo rows) into a buffer of whole 4-row blocks (zero
+// rows below m), B's rows read in place but for a zero-padded copy of its
+// last partial 4-row tile, each 4×4 tile of C by the same kernel (edge
+// tiles through a scratch tile), tiles split over goroutines by columns.
+// Nothing a tile computes depends on the others, so neither the split nor
+// m changes a value.
+func bf16DotGemm(p Par, ks *bf16Kernels, m, n, k int, alpha float32, a []float32, lda int, b []BF16, ldb int, beta float32, c []float32, ldc int) {
+	if m == 1 {
+		bf16DotRow(p, ks, n, k, alpha, a, b, ldb, beta, c)
 		return
 	}
 	const mr, nr = 4, 4
 	rowBlocks := ceilDiv(m, mr)
+	parts := 1 // bfloat16 rows per row of A
+	if ks.split {
+		parts = 2
+	}
 	abuf := bf16Pool.Get().(*[]BF16)
 	defer bf16Pool.Put(abuf)
-	ab := growBF16(abuf, rowBlocks*mr*k)
-	for r := range rowBlocks * mr {
-		row := ab[r*k : (r+1)*k]
-		if r < m {
-			RoundBF16(row, a[r*lda:][:k])
-		} else {
-			clear(row)
+	ab := growBF16(abuf, rowBlocks*parts*mr*k)
+	clear(ab)
+	for i := range m {
+		ib, r := i/mr, i%mr
+		hi := ab[(ib*parts*mr+r)*k:][:k]
+		if !ks.split {
+			RoundBF16(hi, a[i*lda:][:k])
+			continue
+		}
+		lo := ab[(ib*parts*mr+mr+r)*k:][:k]
+		for p, x := range a[i*lda:][:k] {
+			hi[p], lo[p] = splitBF16(x)
 		}
 	}
 	colTiles := ceilDiv(n, nr)
@@ -240,8 +275,9 @@ func bf16DotGemm(p Par, m, n, k int, alpha float32, a []float32, lda int, b []BF
 			for ib := range rowBlocks {
 				i0 := ib * mr
 				mi := min(mr, m-i0)
+				as := ab[ib*parts*mr*k:]
 				if mi == mr && nb == nr {
-					bf16Dot(k, ab[i0*k:], k, bp, ldbp, c[i0*ldc+j0:], ldc, alpha, beta)
+					ks.dot(k, as, k, bp, ldbp, c[i0*ldc+j0:], ldc, alpha, beta)
 					continue
 				}
 				if beta != 0 {
@@ -249,7 +285,7 @@ func bf16DotGemm(p Par, m, n, k int, alpha float32, a []float32, lda int, b []BF
 						copy(tile[r*nr:r*nr+nb], c[(i0+r)*ldc+j0:][:nb])
 					}
 				}
-				bf16Dot(k, ab[i0*k:], k, bp, ldbp, tile[:], nr, alpha, beta)
+				ks.dot(k, as, k, bp, ldbp, tile[:], nr, alpha, beta)
 				for r := range mi {
 					copy(c[(i0+r)*ldc+j0:][:nb], tile[r*nr:r*nr+nb])
 				}
@@ -261,12 +297,20 @@ func bf16DotGemm(p Par, m, n, k int, alpha float32, a []float32, lda int, b []BF
 // bf16DotRow is bf16DotGemm for one row of A, eight columns of C at a
 // time (the last ones through a zero-padded copy of B's rows and a
 // scratch tile).
-func bf16DotRow(p Par, n, k int, alpha float32, a []float32, b []BF16, ldb int, beta float32, c []float32) {
+func bf16DotRow(p Par, ks *bf16Kernels, n, k int, alpha float32, a []float32, b []BF16, ldb int, beta float32, c []float32) {
 	const nr = 8
 	abuf := bf16Pool.Get().(*[]BF16)
 	defer bf16Pool.Put(abuf)
-	ab := growBF16(abuf, k)
-	RoundBF16(ab, a[:k])
+	ab := growBF16(abuf, 2*k)
+	hi, lo := ab[:k], []BF16(nil)
+	if ks.split {
+		lo = ab[k : 2*k]
+		for p, x := range a[:k] {
+			hi[p], lo[p] = splitBF16(x)
+		}
+	} else {
+		RoundBF16(hi, a[:k])
+	}
 	colTiles := ceilDiv(n, nr)
 	threads := p.workers(colTiles, int64(n)*int64(k), minWorkPerThread)
 	const chunk = 16
@@ -282,11 +326,11 @@ func bf16DotRow(p Par, n, k int, alpha float32, a []float32, b []BF16, ldb int, 
 				}
 				var tile [nr]float32
 				copy(tile[:nb], c[j0:n])
-				bf16Dot1(k, ab, edge, k, tile[:], alpha, beta)
+				ks.row(k, hi, lo, edge, k, tile[:], alpha, beta)
 				copy(c[j0:n], tile[:nb])
 				continue
 			}
-			bf16Dot1(k, ab, b[j0*ldb:], ldb, c[j0:], alpha, beta)
+			ks.row(k, hi, lo, b[j0*ldb:], ldb, c[j0:], alpha, beta)
 		}
 	})
 }
@@ -303,14 +347,6 @@ func dpbf16(acc float32, a0, a1, b0, b1 BF16) float32 {
 // steps (128 pairs) per pass, so a packed B panel (16 KiB) sits in L1.
 const bgMR, bgNR, bgKC = 12, 32, 256
 
-// bf16GemmKernel computes a bgMR×bgNR tile of C = alpha·A·B + beta·C over
-// kp >= 1 pairs of depth steps from pair-packed A and B (see
-// bf16PackedGemm); C is not read when beta == 0.
-type bf16GemmKernel func(kp int, a, b []BF16, c []float32, ldc int, alpha, beta float32)
-
-// bf16Gemm is the packed-route kernel, nil where the CPU has none.
-var bf16Gemm bf16GemmKernel
-
 // bf16PackedGemm runs the packed route, in depth passes of bgKC steps. A
 // pass packs A once, rounded to bfloat16, as pairs: for row block ib and
 // pair q, bgMR dwords holding row r's elements 2q and 2q+1 of the pass
@@ -320,9 +356,13 @@ var bf16Gemm bf16GemmKernel
 // it. Each tile is computed by the one kernel, edge tiles through a
 // scratch tile; the first pass applies beta and later ones add to C, so
 // neither the split nor the order of the work changes a value.
-func bf16PackedGemm(p Par, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []BF16, ldb int, beta float32, c []float32, ldc int) {
+func bf16PackedGemm(p Par, ks *bf16Kernels, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []BF16, ldb int, beta float32, c []float32, ldc int) {
 	const mr, nr, kc = bgMR, bgNR, bgKC
 	rowBlocks, panels := ceilDiv(m, mr), ceilDiv(n, nr)
+	parts := 1 // dwords per row and pair: hi, and lo with split
+	if ks.split {
+		parts = 2
+	}
 	threads := p.workers(panels, int64(m)*int64(n)*int64(k), minWorkPerThread)
 	chunk := max(1, panels/(itemsPerThread*threads))
 	items := ceilDiv(panels, chunk)
@@ -334,8 +374,8 @@ func bf16PackedGemm(p Par, transB bool, m, n, k int, alpha float32, a []float32,
 	for pc := 0; pc < k; pc += kc {
 		kl := min(kc, k-pc)
 		kp := ceilDiv(kl, 2)
-		ap := growBF16(abuf, rowBlocks*kp*mr*2)
-		packPairsA(ap, m, kl, kp, a[pc:], lda)
+		ap := growBF16(abuf, rowBlocks*kp*mr*2*parts)
+		packPairsA(ap, ks.split, m, kl, kp, a[pc:], lda)
 		bt := beta
 		if pc > 0 {
 			bt = 1
@@ -350,9 +390,9 @@ func bf16PackedGemm(p Par, transB bool, m, n, k int, alpha float32, a []float32,
 				for ib := range rowBlocks {
 					i0 := ib * mr
 					mi := min(mr, m-i0)
-					as := ap[ib*kp*mr*2:]
+					as := ap[ib*kp*mr*2*parts:]
 					if mi == mr && nb == nr {
-						bf16Gemm(kp, as, bp, c[i0*ldc+j0:], ldc, alpha, bt)
+						ks.gemm(kp, as, bp, c[i0*ldc+j0:], ldc, alpha, bt)
 						continue
 					}
 					if bt != 0 {
@@ -360,7 +400,7 @@ func bf16PackedGemm(p Par, transB bool, m, n, k int, alpha float32, a []float32,
 							copy(tile[r*nr:r*nr+nb], c[(i0+r)*ldc+j0:][:nb])
 						}
 					}
-					bf16Gemm(kp, as, bp, tile[:], nr, alpha, bt)
+					ks.gemm(kp, as, bp, tile[:], nr, alpha, bt)
 					for r := range mi {
 						copy(c[(i0+r)*ldc+j0:][:nb], tile[r*nr:r*nr+nb])
 					}
@@ -371,30 +411,47 @@ func bf16PackedGemm(p Par, transB bool, m, n, k int, alpha float32, a []float32,
 }
 
 // packPairsA packs kl columns of A's m rows (a starts at the pass's first
-// column) for the packed route: row block ib, pair q, row r at
-// dst[((ib*kp+q)*bgMR+r)*2 : +2], rounded to bfloat16, zero past kl and m.
-func packPairsA(dst []BF16, m, kl, kp int, a []float32, lda int) {
+// column) for the packed route: row block ib, pair q, row r's pair as the
+// dword d[(ib*kp+q)*parts*bgMR + r] (rounded; with split, the hi parts
+// there and the lo parts bgMR dwords further), zero past kl and m.
+func packPairsA(dst []BF16, split bool, m, kl, kp int, a []float32, lda int) {
 	const mr = bgMR
-	d32 := unsafe.Slice((*uint32)(unsafe.Pointer(&dst[0])), ceilDiv(m, mr)*kp*mr)
+	parts := 1
+	if split {
+		parts = 2
+	}
+	stride := parts * mr // dwords per pair
+	d32 := unsafe.Slice((*uint32)(unsafe.Pointer(&dst[0])), ceilDiv(m, mr)*kp*stride)
+	pair := func(x0, x1 float32) (hi, lo uint32) {
+		if !split {
+			return uint32(ToBF16(x0)) | uint32(ToBF16(x1))<<16, 0
+		}
+		h0, l0 := splitBF16(x0)
+		h1, l1 := splitBF16(x1)
+		return uint32(h0) | uint32(h1)<<16, uint32(l0) | uint32(l1)<<16
+	}
 	for ib := range ceilDiv(m, mr) {
-		blk := d32[ib*kp*mr : (ib+1)*kp*mr]
+		blk := d32[ib*kp*stride : (ib+1)*kp*stride]
 		rows := min(mr, m-ib*mr)
-		if rows < mr {
+		if rows < mr || kl%2 != 0 {
 			clear(blk)
 		}
 		var rs [mr][]float32
 		for r := range rows {
 			rs[r] = a[(ib*mr+r)*lda:][:kl]
 		}
-		for q := range kl / 2 {
-			out := blk[q*mr : q*mr+rows]
-			for r := range out {
-				out[r] = uint32(ToBF16(rs[r][2*q])) | uint32(ToBF16(rs[r][2*q+1]))<<16
-			}
-		}
-		if kl%2 != 0 {
+		for q := range kp {
+			out := blk[q*stride:]
 			for r := range rows {
-				blk[(kp-1)*mr+r] = uint32(ToBF16(rs[r][kl-1]))
+				x0, x1 := rs[r][2*q], float32(0)
+				if 2*q+1 < kl {
+					x1 = rs[r][2*q+1]
+				}
+				hi, lo := pair(x0, x1)
+				out[r] = hi
+				if split {
+					out[mr+r] = lo
+				}
 			}
 		}
 	}

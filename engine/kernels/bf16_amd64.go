@@ -11,23 +11,20 @@ import (
 //go:noescape
 func bdotKernel4x4(k int, a *BF16, lda int, b *BF16, ldb int, c *float32, ldc int, alpha, beta float32)
 
-func bdotKernel4x4Go(k int, a []BF16, lda int, b []BF16, ldb int, c []float32, ldc int, alpha, beta float32) {
-	bdotKernel4x4(k, &a[0], lda, &b[0], ldb, &c[0], ldc, alpha, beta)
-}
+//go:noescape
+func bdotKernel4x4Split(k int, a *BF16, lda int, b *BF16, ldb int, c *float32, ldc int, alpha, beta float32)
 
 //go:noescape
 func bdotKernel1x8(k int, a, b *BF16, ldb int, c *float32, alpha, beta float32)
 
-func bdotKernel1x8Go(k int, a, b []BF16, ldb int, c []float32, alpha, beta float32) {
-	bdotKernel1x8(k, &a[0], &b[0], ldb, &c[0], alpha, beta)
-}
+//go:noescape
+func bdotKernel1x8Split(k int, a, lo, b *BF16, ldb int, c *float32, alpha, beta float32)
 
 //go:noescape
 func bgemmKernel12x32(kp int, a, b *BF16, c *float32, ldc int, alpha, beta float32)
 
-func bgemmKernel12x32Go(kp int, a, b []BF16, c []float32, ldc int, alpha, beta float32) {
-	bgemmKernel12x32(kp, &a[0], &b[0], &c[0], ldc, alpha, beta)
-}
+//go:noescape
+func bgemmKernel12x32Split(kp int, a, b *BF16, c *float32, ldc int, alpha, beta float32)
 
 // hasAVX512BF16: VDPBF16PS, and AVX512BW for the masked 16-bit loads.
 var hasAVX512BF16 = hasAVX512 && cpu.X86.HasAVX512BF16 && cpu.X86.HasAVX512BW
@@ -36,5 +33,33 @@ func init() {
 	if !hasAVX512BF16 || asmDisabled() || os.Getenv(EnvKernels) == "avx2" {
 		return
 	}
-	bf16Dot, bf16Dot1, bf16Gemm = bdotKernel4x4Go, bdotKernel1x8Go, bgemmKernel12x32Go
+	bf16Round = &bf16Kernels{
+		dot: func(k int, a []BF16, lda int, b []BF16, ldb int, c []float32, ldc int, alpha, beta float32) {
+			_, _, _ = a[3*lda+k-1], b[3*ldb+k-1], c[3*ldc+3]
+			bdotKernel4x4(k, &a[0], lda, &b[0], ldb, &c[0], ldc, alpha, beta)
+		},
+		row: func(k int, a, _, b []BF16, ldb int, c []float32, alpha, beta float32) {
+			_, _, _ = a[k-1], b[7*ldb+k-1], c[7]
+			bdotKernel1x8(k, &a[0], &b[0], ldb, &c[0], alpha, beta)
+		},
+		gemm: func(kp int, a, b []BF16, c []float32, ldc int, alpha, beta float32) {
+			_, _, _ = a[kp*bgMR*2-1], b[kp*bgNR*2-1], c[(bgMR-1)*ldc+bgNR-1]
+			bgemmKernel12x32(kp, &a[0], &b[0], &c[0], ldc, alpha, beta)
+		},
+	}
+	bf16Split = &bf16Kernels{
+		split: true,
+		dot: func(k int, a []BF16, lda int, b []BF16, ldb int, c []float32, ldc int, alpha, beta float32) {
+			_, _, _ = a[7*lda+k-1], b[3*ldb+k-1], c[3*ldc+3]
+			bdotKernel4x4Split(k, &a[0], lda, &b[0], ldb, &c[0], ldc, alpha, beta)
+		},
+		row: func(k int, a, lo, b []BF16, ldb int, c []float32, alpha, beta float32) {
+			_, _, _, _ = a[k-1], lo[k-1], b[7*ldb+k-1], c[7]
+			bdotKernel1x8Split(k, &a[0], &lo[0], &b[0], ldb, &c[0], alpha, beta)
+		},
+		gemm: func(kp int, a, b []BF16, c []float32, ldc int, alpha, beta float32) {
+			_, _, _ = a[kp*bgMR*4-1], b[kp*bgNR*2-1], c[(bgMR-1)*ldc+bgNR-1]
+			bgemmKernel12x32Split(kp, &a[0], &b[0], &c[0], ldc, alpha, beta)
+		},
+	}
 }

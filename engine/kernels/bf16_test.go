@@ -88,9 +88,10 @@ func bf16Operands(rng *rand.Rand, transB bool, m, n, k, pad int) (a []float32, l
 }
 
 // refSgemmBF16 is C = alpha·A·op(B) + beta·C in float64, with A rounded to
-// bfloat16 when roundA.
-func refSgemmBF16(transB, roundA bool, m, n, k int, alpha float32, a []float32, lda int, b []BF16, ldb int, beta float32, c []float32, ldc int) []float64 {
-	out := make([]float64, m*n)
+// bfloat16 when roundA, and the same sum over absolute values (the scale
+// of the rounding errors).
+func refSgemmBF16(transB, roundA bool, m, n, k int, alpha float32, a []float32, lda int, b []BF16, ldb int, beta float32, c []float32, ldc int) (out, abs []float64) {
+	out, abs = make([]float64, m*n), make([]float64, m*n)
 	for i := range m {
 		for j := range n {
 			var s float64
@@ -106,32 +107,69 @@ func refSgemmBF16(transB, roundA bool, m, n, k int, alpha float32, a []float32, 
 					y = b[p*ldb+j]
 				}
 				s += float64(x) * float64(y.Float32())
+				abs[i*n+j] += math.Abs(float64(x) * float64(y.Float32()))
 			}
 			out[i*n+j] = float64(alpha) * s
+			abs[i*n+j] *= math.Abs(float64(alpha))
 			if beta != 0 {
 				out[i*n+j] += float64(beta) * float64(c[i*ldc+j])
+				abs[i*n+j] += math.Abs(float64(beta) * float64(c[i*ldc+j]))
 			}
 		}
 	}
-	return out
+	return out, abs
 }
 
-// emulateDot is the dot route's value of one element in Go: 16 lanes, lane
-// l summing VDPBF16PS steps over the pairs (32g+2l, 32g+2l+1) of every
-// group g in order, then the kernel's reduction: lanes l and l+8 added,
-// then ((y0+y1)+(y2+y3)) + ((y4+y5)+(y6+y7)), then times alpha.
-func emulateDot(a, b []BF16, alpha float32) float32 {
-	var lanes [16]float32
+// bf16Modes are SgemmBF16 (A split into hi and lo) and SgemmBF16RoundA.
+var bf16Modes = []struct {
+	name  string
+	split bool
+	gemm  func(p Par, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []BF16, ldb int, beta float32, c []float32, ldc int)
+	ks    func() *bf16Kernels
+}{
+	{"split", true, Par.SgemmBF16, func() *bf16Kernels { return bf16Split }},
+	{"roundA", false, Par.SgemmBF16RoundA, func() *bf16Kernels { return bf16Round }},
+}
+
+// parts is A's row as the kernels see it: rounded, or split into hi and lo.
+func parts(split bool, row []float32) (hi, lo []BF16) {
+	hi = make([]BF16, len(row))
+	if !split {
+		RoundBF16(hi, row)
+		return hi, nil
+	}
+	lo = make([]BF16, len(row))
+	for i, x := range row {
+		hi[i], lo[i] = splitBF16(x)
+	}
+	return hi, lo
+}
+
+// step is one pair of depth steps of an element: VDPBF16PS of the hi
+// pair, then of the lo pair when there is one.
+func step(acc float32, hi, lo, b []BF16, i int) float32 {
 	pad := func(x []BF16, i int) BF16 {
 		if i < len(x) {
 			return x[i]
 		}
 		return 0
 	}
-	for g := 0; g < len(a); g += 32 {
+	acc = dpbf16(acc, pad(hi, i), pad(hi, i+1), pad(b, i), pad(b, i+1))
+	if lo != nil {
+		acc = dpbf16(acc, pad(lo, i), pad(lo, i+1), pad(b, i), pad(b, i+1))
+	}
+	return acc
+}
+
+// emulateDot is the dot route's value of one element in Go: 16 lanes, lane
+// l summing the steps over the pairs (32g+2l, 32g+2l+1) of every group g in
+// order, then the kernel's reduction: lanes l and l+8 added, then
+// ((y0+y1)+(y2+y3)) + ((y4+y5)+(y6+y7)), then times alpha.
+func emulateDot(hi, lo, b []BF16, alpha float32) float32 {
+	var lanes [16]float32
+	for g := 0; g < len(hi); g += 32 {
 		for l := range 16 {
-			i := g + 2*l
-			lanes[l] = dpbf16(lanes[l], pad(a, i), pad(a, i+1), pad(b, i), pad(b, i+1))
+			lanes[l] = step(lanes[l], hi, lo, b, g+2*l)
 		}
 	}
 	var y [8]float32
@@ -144,35 +182,36 @@ func emulateDot(a, b []BF16, alpha float32) float32 {
 
 // TestBF16DotRouteIsVDPBF16PS: with beta = 0, every element of the dot
 // route equals the Go emulation of VDPBF16PS bit for bit (odd pair element
-// first, products exact, sums rounded), for depths around the 32-element
-// groups and odd ones.
+// first, products exact, sums rounded; the lo part after the hi), for
+// depths around the 32-element groups and odd ones, in both arithmetics.
 func TestBF16DotRouteIsVDPBF16PS(t *testing.T) {
-	if bf16Dot == nil {
+	if bf16Split == nil {
 		t.Skip("no AVX512_BF16 on this CPU (or TANDEM_KERNELS asks for another implementation)")
 	}
 	t.Parallel()
 	rng := rand.New(rand.NewPCG(3, 4))
-	for _, k := range []int{1, 2, 3, 31, 32, 33, 63, 64, 65, 100, 1024, 1031} {
-		for _, m := range []int{1, 3, 4, 7, 16} {
-			n := 1 + rng.IntN(13)
-			a, lda, b, ldb := bf16Operands(rng, true, m, n, k, 3)
-			c := make([]float32, m*n)
-			Par{}.SgemmBF16(true, m, n, k, 1.5, a, lda, b, ldb, 0, c, n)
-			for i := range m {
-				ar := make([]BF16, k)
-				RoundBF16(ar, a[i*lda:][:k])
-				for j := range n {
-					want := emulateDot(ar, b[j*ldb:][:k], 1.5)
-					require.Equal(t, math.Float32bits(want), math.Float32bits(c[i*n+j]), "k=%d m=%d (%d,%d): %g vs %g", k, m, i, j, c[i*n+j], want)
+	for _, mode := range bf16Modes {
+		for _, k := range []int{1, 2, 3, 31, 32, 33, 63, 64, 65, 100, 1024, 1031} {
+			for _, m := range []int{1, 3, 4, 7, 16} {
+				n := 1 + rng.IntN(13)
+				a, lda, b, ldb := bf16Operands(rng, true, m, n, k, 3)
+				c := make([]float32, m*n)
+				mode.gemm(Par{}, true, m, n, k, 1.5, a, lda, b, ldb, 0, c, n)
+				for i := range m {
+					hi, lo := parts(mode.split, a[i*lda:][:k])
+					for j := range n {
+						want := emulateDot(hi, lo, b[j*ldb:][:k], 1.5)
+						require.Equal(t, math.Float32bits(want), math.Float32bits(c[i*n+j]), "%s k=%d m=%d (%d,%d): %g vs %g", mode.name, k, m, i, j, c[i*n+j], want)
+					}
 				}
 			}
 		}
 	}
 }
 
-// TestSgemmBF16AgainstReference: both routes and both layouts against
-// float64 arithmetic on the same inputs (A rounded to bfloat16 by
-// avx512bf16, as it defines), with alpha and beta, NaN in every
+// TestSgemmBF16AgainstReference: both arithmetics, both routes and both
+// layouts against float64 arithmetic on the same inputs (A rounded to
+// bfloat16 for SgemmBF16RoundA on avx512bf16, as it defines), with alpha and beta, NaN in every
 // padding and in C where beta = 0.
 func TestSgemmBF16AgainstReference(t *testing.T) {
 	t.Parallel()
@@ -184,28 +223,32 @@ func TestSgemmBF16AgainstReference(t *testing.T) {
 		{true, 1, 1, 1}, {true, 1, 300, 77}, {true, 4, 33, 64}, {true, 16, 70, 129}, {true, 17, 40, 50},
 		{true, 64, 300, 96}, {false, 1, 50, 30}, {false, 9, 257, 65}, {false, 40, 300, 33},
 	}
-	for _, s := range shapes {
-		for _, ab := range [][2]float32{{1, 0}, {-0.5, 1}, {2, 0.25}} {
-			alpha, beta := ab[0], ab[1]
-			a, lda, b, ldb := bf16Operands(rng, s.transB, s.m, s.n, s.k, 2)
-			ldc := s.n + 1
-			c := make([]float32, s.m*ldc)
-			for i := range c {
-				c[i] = float32(rng.NormFloat64())
-				if beta == 0 || i%ldc == s.n {
-					c[i] = float32(math.NaN())
+	for _, mode := range bf16Modes {
+		for _, s := range shapes {
+			for _, ab := range [][2]float32{{1, 0}, {-0.5, 1}, {2, 0.25}} {
+				alpha, beta := ab[0], ab[1]
+				a, lda, b, ldb := bf16Operands(rng, s.transB, s.m, s.n, s.k, 2)
+				ldc := s.n + 1
+				c := make([]float32, s.m*ldc)
+				for i := range c {
+					c[i] = float32(rng.NormFloat64())
+					if beta == 0 || i%ldc == s.n {
+						c[i] = float32(math.NaN())
+					}
 				}
-			}
-			roundA := BF16Implementation() == "avx512bf16"
-			want := refSgemmBF16(s.transB, roundA, s.m, s.n, s.k, alpha, a, lda, b, ldb, beta, c, ldc)
-			Par{Threads: 2}.SgemmBF16(s.transB, s.m, s.n, s.k, alpha, a, lda, b, ldb, beta, c, ldc)
-			for i := range s.m {
-				for j := range s.n {
-					w := want[i*s.n+j]
-					tol := 1e-5 * (1 + math.Sqrt(float64(s.k))) * (1 + math.Abs(w))
-					require.InDelta(t, w, float64(c[i*ldc+j]), tol, "%+v alpha %g beta %g (%d,%d)", s, alpha, beta, i, j)
+				roundA := !mode.split && mode.ks() != nil
+				want, abs := refSgemmBF16(s.transB, roundA, s.m, s.n, s.k, alpha, a, lda, b, ldb, beta, c, ldc)
+				mode.gemm(Par{Threads: 2}, s.transB, s.m, s.n, s.k, alpha, a, lda, b, ldb, beta, c, ldc)
+				for i := range s.m {
+					for j := range s.n {
+						// The split holds A to 2⁻¹⁸ relative, float32 sums
+						// lose 2⁻²⁴ of their running size per step: both
+						// are within 2⁻¹⁶ of the sum of absolute terms here.
+						w, tol := want[i*s.n+j], math.Ldexp(abs[i*s.n+j], -16)
+						require.InDelta(t, w, float64(c[i*ldc+j]), tol, "%s %+v alpha %g beta %g (%d,%d)", mode.name, s, alpha, beta, i, j)
+					}
+					require.True(t, math.IsNaN(float64(c[i*ldc+s.n])), "the padding of C is not written")
 				}
-				require.True(t, math.IsNaN(float64(c[i*ldc+s.n])), "the padding of C is not written")
 			}
 		}
 	}
@@ -221,24 +264,26 @@ func TestSgemmBF16DeterministicAndRowInvariant(t *testing.T) {
 		transB  bool
 		m, n, k int
 	}{{true, 1, 3000, 1024}, {true, 13, 1500, 512}, {true, 100, 700, 300}, {false, 50, 900, 257}} {
-		a, lda, b, ldb := bf16Operands(rng, s.transB, s.m, s.n, s.k, 0)
-		var first []float32
-		for _, th := range []int{1, 2, 3, 8} {
-			c := make([]float32, s.m*s.n)
-			Par{Threads: th}.SgemmBF16(s.transB, s.m, s.n, s.k, 1, a, lda, b, ldb, 0, c, s.n)
-			if first == nil {
-				first = c
+		for _, mode := range bf16Modes {
+			a, lda, b, ldb := bf16Operands(rng, s.transB, s.m, s.n, s.k, 0)
+			var first []float32
+			for _, th := range []int{1, 2, 3, 8} {
+				c := make([]float32, s.m*s.n)
+				mode.gemm(Par{Threads: th}, s.transB, s.m, s.n, s.k, 1, a, lda, b, ldb, 0, c, s.n)
+				if first == nil {
+					first = c
+					continue
+				}
+				require.Equal(t, first, c, "%s %+v: threads %d differ from threads 1", mode.name, s, th)
+			}
+			if !s.transB || s.m > bf16DotRows {
 				continue
 			}
-			require.Equal(t, first, c, "%+v: threads %d differ from threads 1", s, th)
-		}
-		if !s.transB || s.m > bf16DotRows {
-			continue
-		}
-		for i := range s.m {
-			one := make([]float32, s.n)
-			Par{}.SgemmBF16(true, 1, s.n, s.k, 1, a[i*lda:], lda, b, ldb, 0, one, s.n)
-			require.Equal(t, first[i*s.n:(i+1)*s.n], one, "%+v: row %d alone differs from row %d among %d", s, i, i, s.m)
+			for i := range s.m {
+				one := make([]float32, s.n)
+				mode.gemm(Par{}, true, 1, s.n, s.k, 1, a[i*lda:], lda, b, ldb, 0, one, s.n)
+				require.Equal(t, first[i*s.n:(i+1)*s.n], one, "%s %+v: row %d alone differs from row %d among %d", mode.name, s, i, i, s.m)
+			}
 		}
 	}
 }
@@ -255,30 +300,31 @@ func TestSgemmBF16Panics(t *testing.T) {
 }
 
 // emulatePacked is the packed route's value of element (i, j) in Go: per
-// depth pass of bgKC steps, one lane summing VDPBF16PS steps over the
-// pass's pairs in order (a zero past k), then C = alpha·s for the first
-// pass (beta = 0) and C = alpha·s + C for the later ones.
-func emulatePacked(transB bool, i, j, k int, alpha float32, a []float32, lda int, b []BF16, ldb int) float32 {
-	at := func(p int) BF16 {
-		if p >= k {
-			return 0
+// depth pass of bgKC steps, one lane summing the steps over the pass's
+// pairs in order (a zero past k), then C = alpha·s for the first pass
+// (beta = 0) and C = alpha·s + C for the later ones.
+func emulatePacked(split, transB bool, i, j, k int, alpha float32, a []float32, lda int, b []BF16, ldb int) float32 {
+	hi, lo := parts(split, a[i*lda:][:k])
+	col := make([]BF16, k)
+	for p := range k {
+		if transB {
+			col[p] = b[j*ldb+p]
+		} else {
+			col[p] = b[p*ldb+j]
 		}
-		return ToBF16(a[i*lda+p])
-	}
-	bt := func(p int) BF16 {
-		switch {
-		case p >= k:
-			return 0
-		case transB:
-			return b[j*ldb+p]
-		}
-		return b[p*ldb+j]
 	}
 	var c float32
 	for pc := 0; pc < k; pc += bgKC {
+		end := min(pc+bgKC, k)
 		var s float32
-		for p := pc; p < min(pc+bgKC, k); p += 2 {
-			s = dpbf16(s, at(p), at(p+1), bt(p), bt(p+1))
+		sub := func(x []BF16) []BF16 {
+			if x == nil {
+				return nil
+			}
+			return x[pc:end]
+		}
+		for p := 0; p < end-pc; p += 2 {
+			s = step(s, sub(hi), sub(lo), col[pc:end], p)
 		}
 		as := float32(alpha * s)
 		if pc == 0 {
@@ -294,7 +340,7 @@ func emulatePacked(transB bool, i, j, k int, alpha float32, a []float32, lda int
 // equals its Go emulation bit for bit, for both layouts, edge tiles, odd
 // depths and several depth passes.
 func TestBF16PackedRouteIsVDPBF16PS(t *testing.T) {
-	if bf16Gemm == nil {
+	if bf16Split == nil {
 		t.Skip("no AVX512_BF16 on this CPU (or TANDEM_KERNELS asks for another implementation)")
 	}
 	t.Parallel()
@@ -302,17 +348,19 @@ func TestBF16PackedRouteIsVDPBF16PS(t *testing.T) {
 	for _, s := range []struct {
 		transB  bool
 		m, n, k int
-	}{{true, 17, 33, 1}, {true, 24, 64, 256}, {true, 30, 70, 257}, {true, 13, 31, 600}, {false, 12, 32, 2}, {false, 5, 40, 513}, {false, 40, 65, 255}} {
-		a, lda, b, ldb := bf16Operands(rng, s.transB, s.m, s.n, s.k, 1)
-		c := make([]float32, s.m*s.n)
-		Par{Threads: 2}.SgemmBF16(s.transB, s.m, s.n, s.k, 0.75, a, lda, b, ldb, 0, c, s.n)
+	}{{true, 17, 33, 1}, {true, 24, 64, 256}, {true, 30, 70, 257}, {true, 19, 31, 600}, {false, 12, 32, 2}, {false, 5, 40, 513}, {false, 40, 65, 255}} {
 		if s.transB && s.m <= bf16DotRows {
 			continue // the dot route (checked by TestBF16DotRouteIsVDPBF16PS)
 		}
-		for i := range s.m {
-			for j := range s.n {
-				want := emulatePacked(s.transB, i, j, s.k, 0.75, a, lda, b, ldb)
-				require.Equal(t, math.Float32bits(want), math.Float32bits(c[i*s.n+j]), "%+v (%d,%d): %g vs %g", s, i, j, c[i*s.n+j], want)
+		for _, mode := range bf16Modes {
+			a, lda, b, ldb := bf16Operands(rng, s.transB, s.m, s.n, s.k, 1)
+			c := make([]float32, s.m*s.n)
+			mode.gemm(Par{Threads: 2}, s.transB, s.m, s.n, s.k, 0.75, a, lda, b, ldb, 0, c, s.n)
+			for i := range s.m {
+				for j := range s.n {
+					want := emulatePacked(mode.split, s.transB, i, j, s.k, 0.75, a, lda, b, ldb)
+					require.Equal(t, math.Float32bits(want), math.Float32bits(c[i*s.n+j]), "%s %+v (%d,%d): %g vs %g", mode.name, s, i, j, c[i*s.n+j], want)
+				}
 			}
 		}
 	}

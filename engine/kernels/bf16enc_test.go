@@ -64,5 +64,5 @@ func TestBF16Encodings(t *testing.T) {
 			seen++
 		}
 	}
-	require.Equal(t, 2*16+2*8+24, seen, "VDPBF16PS lines: 16 in each of the 4×4 dot kernel's body and tail, 8 in each of the 1×8 one's, 24 in the packed kernel")
+	require.Equal(t, 2*(16+8+24)+2*2*(16+8)+24, seen, "VDPBF16PS lines: the dot kernels' bodies and tails (4×4: 16, 1×8: 8; twice that split), the packed kernels (24, split 48)")
 }
