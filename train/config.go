@@ -52,6 +52,11 @@ type Config struct {
 	// tokens and the model's EOS ids.
 	Model    string `json:"model,omitempty"`
 	Renderer string `json:"renderer,omitempty"`
+	// Weights is how Model's weight matrices are held: "stored" (the
+	// default, ""): a checkpoint stored in BF16 keeps them in bfloat16,
+	// memory-mapped (half the memory of float32; products computed from
+	// them directly), others load in float32; "float32": always widened.
+	Weights string `json:"weights,omitempty"`
 	// SamplerURLs, when set, sample through OpenAI-compatible servers
 	// (tandem serve's /v1 surface, vLLM, SGLang; package backend/openai),
 	// one replica per URL, instead of in-process samplers. The trainer
@@ -200,6 +205,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("sampler_dialect %q needs sampler_urls", c.SamplerDialect)
 	case c.Renderer != "" && c.Model == "":
 		return fmt.Errorf("renderer %q needs model (a Hugging Face folder); the shipped model is not a chat model", c.Renderer)
+	case c.Weights != "" && c.Weights != WeightsStored && c.Weights != WeightsFloat32:
+		return fmt.Errorf("weights %q unknown; allowed: %s (default), %s", c.Weights, WeightsStored, WeightsFloat32)
+	case c.Weights != "" && c.Model == "":
+		return fmt.Errorf("weights %q needs model (a Hugging Face folder)", c.Weights)
 	}
 	if p := c.RewardPlugin; p != nil {
 		if (len(p.Command) == 0) == (p.URL == "") {
@@ -208,6 +217,12 @@ func (c Config) Validate() error {
 	}
 	return nil
 }
+
+// The values of Config.Weights.
+const (
+	WeightsStored  = "stored"
+	WeightsFloat32 = "float32"
+)
 
 // ReadConfig reads a JSON job file over DefaultConfig. Unknown keys and
 // wrong types are errors naming the key and the line; a key that moved (the

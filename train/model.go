@@ -41,7 +41,11 @@ func loadModel(cfg Config) (*model, error) {
 		}
 		return &model{base: m, name: basemodel.Name, w: arithmetic.Char{}, decodePrompt: arithmetic.Decode}, nil
 	}
-	m, info, err := hf.Load[float32](cfg.Model)
+	var opts []hf.Option
+	if cfg.Weights != WeightsFloat32 {
+		opts = append(opts, hf.WithBF16Matrices())
+	}
+	m, info, err := hf.Load[float32](cfg.Model, opts...)
 	if err != nil {
 		return nil, err
 	}

@@ -33,6 +33,8 @@ func TestParseConfigErrorsNameTheProblem(t *testing.T) {
 		{`{"samplers": 100}`, "samplers 100"},
 		{`{"reward_plugin": {"weight": 1}}`, "exactly one of command and url"},
 		{`{"lora": {"rank": 0, "train_attn": true}}`, "rank 0"},
+		{`{"model": "m", "weights": "fp8"}`, `weights "fp8" unknown; allowed: stored (default), float32`},
+		{`{"weights": "float32"}`, `weights "float32" needs model`},
 		{`{} {}`, "extra data"},
 		{"{\n  \"name\": \"x\",\n  \"task\": \"arithmetic\",\n  \"rl\": {\n    \"max_staleness\": \"two\"\n  }\n}", `config line 5: field "rl.max_staleness"`},
 		{"{\n  \"rl\":\n    5\n}", `config line 3: field "rl": got a JSON number, want rl.Config`},

@@ -24,13 +24,15 @@ type modelDir struct {
 }
 
 // loadModelDir loads the folder dir (config.json, weights, tokenizer.json),
-// capping the engine context at maxContext (0: hf.DefaultMaxContext).
+// capping the engine context at maxContext (0: hf.DefaultMaxContext). A
+// checkpoint stored in BF16 keeps its matrices in bfloat16, memory-mapped
+// (hf.WithBF16Matrices).
 func loadModelDir(dir string, maxContext int) (*modelDir, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, err
 	}
-	var opts []hf.Option
+	opts := []hf.Option{hf.WithBF16Matrices()}
 	if maxContext > 0 {
 		opts = append(opts, hf.WithMaxContext(maxContext))
 	}
