@@ -22,6 +22,7 @@ var greedy2 = rl.SamplingParams{MaxTokens: 2, Temperature: 1}
 func TestFaultTable(t *testing.T) {
 	t.Parallel()
 	type check func(t *testing.T, f *fakeVLLM, err error)
+	var hungRetries int64
 	rows := []struct {
 		name   string
 		setup  func(f *fakeVLLM) // before New
@@ -95,6 +96,7 @@ func TestFaultTable(t *testing.T) {
 				// answers, so any bound is right); New's calls did not.
 				s.t.opts.RequestTimeout = 30 * time.Millisecond
 				_, err := s.Sample(context.Background(), rl.Tokens([]int{1}), 1, greedy2)
+				hungRetries = s.Stats().Retries
 				return err
 			},
 			check: func(t *testing.T, f *fakeVLLM, err error) {
@@ -102,7 +104,9 @@ func TestFaultTable(t *testing.T) {
 				require.ErrorAs(t, err, &ce)
 				require.ErrorIs(t, err, context.DeadlineExceeded)
 				assert.Contains(t, err.Error(), "no answer within 30ms")
-				assert.Equal(t, 1+4, f.count("/v1/completions"), "the probe, then four tries")
+				// Counted by the client: under the short bound a busy
+				// machine may end a try before the server sees it.
+				assert.EqualValues(t, 3, hungRetries, "four tries: three retries")
 			},
 		},
 		{

@@ -3,6 +3,7 @@ package openai
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"sync"
 	"testing"
 	"time"
@@ -285,7 +286,13 @@ func TestCancelledSampleReleasesVersion(t *testing.T) {
 func TestLoadHangsAndUnloadFails(t *testing.T) {
 	t.Parallel()
 	f := newFakeVLLM()
-	s, _ := newVLLMSampler(t, f, func(o *Options) { o.MaxLoadedVersions = 1; o.MaxRetries = 1 })
+	// Attempts are counted as the client sends them: under a short bound a
+	// busy machine may end an attempt before the server sees it.
+	sent := &countingTransport{base: http.DefaultTransport}
+	s, _ := newVLLMSampler(t, f, func(o *Options) {
+		o.MaxLoadedVersions, o.MaxRetries = 1, 1
+		o.HTTPClient = &http.Client{Transport: sent}
+	})
 	ctx := context.Background()
 	f.mu.Lock()
 	f.hangLoads = true
@@ -299,7 +306,7 @@ func TestLoadHangsAndUnloadFails(t *testing.T) {
 	var ce *ConnError
 	require.ErrorAs(t, err, &ce)
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
-	assert.Equal(t, 2, f.count("/v1/load_lora_adapter"), "AdminTimeout per attempt, MaxRetries 1")
+	assert.Equal(t, int64(2), sent.count("/v1/load_lora_adapter"), "AdminTimeout per attempt, MaxRetries 1")
 	assert.Equal(t, policy.Version(0), s.Version())
 
 	f.mu.Lock()
@@ -359,4 +366,27 @@ func TestReloadAfterRestart(t *testing.T) {
 	assert.Equal(t, policy.Version(4), out.Version)
 	require.NoError(t, s.Reload(ctx, ref(5)), "a newer ref is a Load")
 	assert.Equal(t, policy.Version(5), s.Version())
+}
+
+// countingTransport counts the requests a client sends, by path.
+type countingTransport struct {
+	base http.RoundTripper
+	mu   sync.Mutex
+	n    map[string]int64
+}
+
+func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	c.mu.Lock()
+	if c.n == nil {
+		c.n = map[string]int64{}
+	}
+	c.n[r.URL.Path]++
+	c.mu.Unlock()
+	return c.base.RoundTrip(r)
+}
+
+func (c *countingTransport) count(path string) int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n[path]
 }
