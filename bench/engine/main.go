@@ -10,7 +10,12 @@
 // a batch of random token sequences. Sampling: n completions of one prompt
 // with a KV cache, temperature 1, on the base (with -sample-adapter, the
 // trained adapter applied unmerged). The trainer and the sampler share one
-// read-only copy of the base weights.
+// read-only copy of the base weights. Continuous batching (-concurrent, 64
+// by default): tokens/s of that many concurrent single-sample calls of one
+// prompt on the batched sampler, of one call of n = that many, and of the
+// same single-sample calls on the serialized sampler (one call at a time,
+// as before continuous batching), side by side. -train=false skips
+// training.
 //
 // -shape qwen3-0.6b uses random weights in Qwen3-0.6B's real shapes (vocab
 // 151,936, dim 1024, 28 layers, 16 query and 8 KV heads of width 128, MLP
@@ -70,6 +75,9 @@ func main() {
 	torch := flag.Bool("torch", true, "also run the PyTorch reference when available (default shape only)")
 	shape := flag.String("shape", "tandem", "model shape: tandem (the default model) or qwen3-0.6b (random weights)")
 	sampleAdapter := flag.Bool("sample-adapter", false, "sample with the trained adapter (applied unmerged) instead of the base")
+	concurrent := flag.Int("concurrent", 64, "also compare this many concurrent single-sample calls with one call of n = this many and with the serialized sampler (0: skip)")
+	concRounds := flag.Int("concurrent-rounds", 3, "rounds of the batched forms of -concurrent (each keeps its best)")
+	doTrain := flag.Bool("train", true, "measure training (false: sampling only; -sample-adapter then uses a fresh adapter)")
 	flag.Parse()
 	switch *shape {
 	case "tandem":
@@ -97,13 +105,22 @@ func main() {
 		fail(err)
 	}
 	res["init_s"] = time.Since(t0).Seconds()
-	train, tr, err := goTrain(s, base)
-	if err != nil {
-		fail(err)
-	}
-	var ad *engine.Adapter[float32]
-	if *sampleAdapter {
-		ad = tr.Adapter()
+	var (
+		train float64
+		ad    *engine.Adapter[float32]
+	)
+	if *doTrain {
+		var tr *engine.Trainer[float32]
+		if train, tr, err = goTrain(s, base); err != nil {
+			fail(err)
+		}
+		if *sampleAdapter {
+			ad = tr.Adapter()
+		}
+	} else if *sampleAdapter {
+		if ad, err = engine.NewAdapter[float32](s.Config, engine.DefaultLoraConfig()); err != nil {
+			fail(err)
+		}
 	}
 	res["sample_adapter"] = *sampleAdapter
 	sample, err := goSample(s, base, ad)
@@ -111,6 +128,13 @@ func main() {
 		fail(err)
 	}
 	res["train_tokens_per_s"], res["sample_tokens_per_s"] = train, sample
+	if *concurrent > 0 {
+		c, err := goConcurrency(s, base, ad, *concurrent, max(1, *concRounds))
+		if err != nil {
+			fail(err)
+		}
+		res["concurrency"] = c
+	}
 	res["vmhwm_kib"] = peakRSS()
 	fmt.Fprintf(os.Stderr, "go:    train %8.1f tokens/s   sample %8.1f tokens/s   peak RSS %.2f GiB\n", train, sample, float64(peakRSS())/(1<<20))
 	if *torch {

@@ -4,7 +4,10 @@
 // and the protocol's overhead: the same calls made on the embedded engine
 // in process, with the same concurrency, give the ratio. The same calls
 // through the OpenAI-compatible surface (/v1/completions, one request per
-// call) are measured beside them.
+// call) are measured beside them, and so are the same calls on the
+// in-process engine serialized (one call at a time, as the sampler was
+// before continuous batching): batch× is the batched in-process
+// requests/s over the serialized ones.
 //
 //	go run ./bench/server -json
 //
@@ -51,6 +54,14 @@ type Level struct {
 	OpenAIRPS   float64 `json:"openai_rps"`
 	OpenAIP50MS float64 `json:"openai_p50_ms"`
 	OpenAIP99MS float64 `json:"openai_p99_ms"`
+	// The same calls on the in-process engine serialized (one call at a
+	// time, local.SamplerOptions.Serial: the sampler before continuous
+	// batching); BatchSpeedup is the batched in-process requests/s over
+	// these.
+	SerialRPS    float64 `json:"serial_rps"`
+	SerialP50MS  float64 `json:"serial_p50_ms"`
+	SerialP99MS  float64 `json:"serial_p99_ms"`
+	BatchSpeedup float64 `json:"batch_speedup"`
 }
 
 // Result is the JSON line.
@@ -103,7 +114,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&cfg.rounds, "rounds", 3, "rounds per level, alternating served and in-process calls; each side's best round counts")
 	fs.IntVar(&cfg.maxTokens, "max-tokens", 8, "tokens sampled per request")
 	fs.IntVar(&cfg.numSamples, "num-samples", 1, "samples per request")
-	fs.IntVar(&cfg.threads, "threads", 1, "cores one sample call uses (server and in process alike)")
+	fs.IntVar(&cfg.threads, "threads", 1, "cores the sampler uses: per batched step, or per call when serialized (server and in process alike)")
 	fs.BoolVar(&cfg.inprocess, "inprocess", false, "serve from this process instead of a tandem serve process")
 	fs.StringVar(&cfg.bin, "bin", "", "tandem binary to start (default: go build it)")
 	fs.BoolVar(&cfg.json, "json", false, "print one JSON object as the last line")

@@ -35,6 +35,8 @@ func TestSmokeInProcess(t *testing.T) {
 		assert.LessOrEqual(t, l.P50MS, l.P99MS)
 		assert.InDelta(t, l.InProcRPS/l.RPS, l.ThroughputRatio, 1e-9)
 		assert.Greater(t, l.OpenAIRPS, 0.0, "the OpenAI surface is measured too")
+		assert.Greater(t, l.SerialRPS, 0.0, "the serialized engine is measured too")
+		assert.InDelta(t, l.InProcRPS/l.SerialRPS, l.BatchSpeedup, 1e-9)
 		assert.LessOrEqual(t, l.OpenAIP50MS, l.OpenAIP99MS)
 	}
 	assert.InDelta(t, res.Levels[0].P50MS-res.Levels[0].InProcP50MS, res.OverheadMS, 1e-9)

@@ -103,10 +103,18 @@ func measure(ctx context.Context, cfg config, out io.Writer) (Result, error) {
 	seed := int64(1)
 	params := rl.SamplingParams{MaxTokens: cfg.maxTokens, Temperature: 1, Seed: &seed}
 
+	// The in-process engine, batched (the default) and serialized (one
+	// call at a time, the behaviour before continuous batching).
 	inproc, err := local.NewSampler(base, local.SamplerOptions{Threads: cfg.threads})
 	if err != nil {
 		return res, err
 	}
+	defer inproc.Close()
+	serial, err := local.NewSampler(base, local.SamplerOptions{Threads: cfg.threads, Serial: true})
+	if err != nil {
+		return res, err
+	}
+	defer serial.Close()
 	url, stopTarget, err := startTarget(ctx, cfg, out)
 	if err != nil {
 		return res, err
@@ -136,22 +144,26 @@ func measure(ctx context.Context, cfg config, out io.Writer) (Result, error) {
 	// Warm both sides: the server loads its sampler on the first call, and
 	// the engine's first hundred or so calls in a fresh process run up to
 	// twice as slow as later ones (buffers, heap growth).
-	for _, s := range []rl.Sampler{inproc, remote, oai} {
+	for _, s := range []rl.Sampler{inproc, serial, remote, oai} {
 		if _, errs, _ := load(ctx, 1, cfg.warmup, call(s)); errs > 0 {
 			return res, errors.New("warm-up calls failed")
 		}
 	}
 	fmt.Fprintf(out, "asample of %d×%d tokens, %s, %d thread(s) per call, best of %d rounds, target %s at %s\n", cfg.numSamples, cfg.maxTokens, basemodel.Name, cfg.threads, cfg.rounds, res.Target, url)
-	fmt.Fprintf(out, "%8s %9s %10s %10s %10s | %10s %10s %10s | %6s %6s | %10s %10s %10s\n", "clients", "requests", "req/s", "p50 ms", "p99 ms", "inproc/s", "p50 ms", "p99 ms", "thr×", "lat×", "openai/s", "p50 ms", "p99 ms")
+	fmt.Fprintf(out, "%8s %9s %10s %10s %10s | %10s %10s %10s | %6s %6s | %10s %10s %10s | %10s %10s %10s | %6s\n", "clients", "requests", "req/s", "p50 ms", "p99 ms", "inproc/s", "p50 ms", "p99 ms", "thr×", "lat×", "openai/s", "p50 ms", "p99 ms", "serial/s", "p50 ms", "p99 ms", "batch×")
 	for _, c := range cfg.clients {
 		n := max(cfg.minReqs, c*cfg.perClient)
 		// Alternate the two sides and keep each side's best round: the
 		// machine may be shared, and noise only ever slows a round down.
-		var li, ls, lo stats
+		var li, ls, lo, lz stats
 		for r := range cfg.rounds {
 			i := summarize(load(ctx, c, n, call(inproc)))
 			s := summarize(load(ctx, c, n, call(remote)))
 			o := summarize(load(ctx, c, n, call(oai)))
+			z := summarize(load(ctx, c, n, call(serial)))
+			if r == 0 || z.rps > lz.rps {
+				lz = z
+			}
 			if r == 0 || i.rps > li.rps {
 				li = i
 			}
@@ -166,14 +178,15 @@ func measure(ctx context.Context, cfg config, out io.Writer) (Result, error) {
 			return res, err
 		}
 		lv := Level{
-			Clients: c, Requests: n, Errors: ls.errs + li.errs + lo.errs,
+			Clients: c, Requests: n, Errors: ls.errs + li.errs + lo.errs + lz.errs,
+			SerialRPS: lz.rps, SerialP50MS: lz.p50, SerialP99MS: lz.p99, BatchSpeedup: li.rps / lz.rps,
 			OpenAIRPS: lo.rps, OpenAIP50MS: lo.p50, OpenAIP99MS: lo.p99,
 			RPS: ls.rps, P50MS: ls.p50, P99MS: ls.p99,
 			InProcRPS: li.rps, InProcP50MS: li.p50, InProcP99MS: li.p99,
 			ThroughputRatio: li.rps / ls.rps, LatencyRatio: ls.p50 / li.p50,
 		}
 		res.Levels = append(res.Levels, lv)
-		fmt.Fprintf(out, "%8d %9d %10.1f %10.2f %10.2f | %10.1f %10.2f %10.2f | %6.2f %6.2f | %10.1f %10.2f %10.2f\n", c, n, lv.RPS, lv.P50MS, lv.P99MS, lv.InProcRPS, lv.InProcP50MS, lv.InProcP99MS, lv.ThroughputRatio, lv.LatencyRatio, lv.OpenAIRPS, lv.OpenAIP50MS, lv.OpenAIP99MS)
+		fmt.Fprintf(out, "%8d %9d %10.1f %10.2f %10.2f | %10.1f %10.2f %10.2f | %6.2f %6.2f | %10.1f %10.2f %10.2f | %10.1f %10.2f %10.2f | %6.2f\n", c, n, lv.RPS, lv.P50MS, lv.P99MS, lv.InProcRPS, lv.InProcP50MS, lv.InProcP99MS, lv.ThroughputRatio, lv.LatencyRatio, lv.OpenAIRPS, lv.OpenAIP50MS, lv.OpenAIP99MS, lv.SerialRPS, lv.SerialP50MS, lv.SerialP99MS, lv.BatchSpeedup)
 		if lv.Errors > 0 {
 			return res, fmt.Errorf("%d clients: %d calls failed", c, lv.Errors)
 		}
