@@ -105,24 +105,13 @@ func px(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) }
 // <title> with its values (the hover text); the root carries the data
 // ranges and each series its field, for the live script to extend.
 func (c Chart) SVG() template.HTML {
-	x0, x1, y0, y1 := c.bounds()
-	sx := func(v float64) float64 { return padL + (v-x0)/(x1-x0)*(chartW-padL-padR) }
-	sy := func(v float64) float64 { return chartH - padB - (v-y0)/(y1-y0)*(chartH-padT-padB) }
+	f := newFrame(chartW, chartH, c)
+	x0, sx, sy := f.x0, f.sx, f.sy
 	var b strings.Builder
-	fmt.Fprintf(&b, `<svg class="chart" id="chart-%s" data-chart="%s" data-points="%d" data-x0="%s" data-x1="%s" data-y0="%s" data-y1="%s" data-area="%t" viewBox="0 0 %d %d" role="img" aria-label="%s">`,
-		html.EscapeString(c.ID), html.EscapeString(c.ID), c.Points(), num(x0), num(x1), num(y0), num(y1), c.Area, chartW, chartH, html.EscapeString(c.Title))
+	fmt.Fprintf(&b, `<svg class="chart" id="chart-%s" data-chart="%s" data-points="%d" data-area="%t" viewBox="0 0 %d %d" role="img" aria-label="%s">`,
+		html.EscapeString(c.ID), html.EscapeString(c.ID), c.Points(), c.Area, f.w, f.h, html.EscapeString(c.Title))
 	fmt.Fprintf(&b, `<title>%s</title>`, html.EscapeString(c.Title))
-	// Axes and ticks.
-	fmt.Fprintf(&b, `<g class="axes"><line x1="%d" y1="%d" x2="%d" y2="%d"/><line x1="%d" y1="%d" x2="%d" y2="%d"/>`,
-		padL, chartH-padB, chartW-padR, chartH-padB, padL, padT, padL, chartH-padB)
-	for i := 0; i <= 4; i++ {
-		yv := y0 + (y1-y0)*float64(i)/4
-		xv := x0 + (x1-x0)*float64(i)/4
-		fmt.Fprintf(&b, `<text class="yt" x="%d" y="%s">%s</text>`, padL-4, px(sy(yv)+3), html.EscapeString(strconv.FormatFloat(yv, 'g', 3, 64)))
-		fmt.Fprintf(&b, `<line class="grid" x1="%d" y1="%s" x2="%d" y2="%s"/>`, padL, px(sy(yv)), chartW-padR, px(sy(yv)))
-		fmt.Fprintf(&b, `<text class="xt" x="%s" y="%d">%s</text>`, px(sx(xv)), chartH-padB+14, html.EscapeString(strconv.FormatFloat(xv, 'g', 4, 64)))
-	}
-	fmt.Fprintf(&b, `<text class="xl" x="%d" y="%d">%s</text></g>`, chartW-padR, chartH-2, html.EscapeString(c.XLabel))
+	f.axes(&b, c.XLabel)
 	for si, s := range c.Series {
 		color := palette[si%len(palette)]
 		fmt.Fprintf(&b, `<g class="series" data-name="%s" data-field="%s" style="--c:%s">`, html.EscapeString(s.Name), html.EscapeString(s.Field), color)
@@ -142,6 +131,84 @@ func (c Chart) SVG() template.HTML {
 	}
 	b.WriteString(`</svg>`)
 	return template.HTML(b.String()) // every interpolated string above is escaped
+}
+
+// frame maps data to an SVG of w×h user units inside the padding.
+type frame struct {
+	w, h           int
+	x0, x1, y0, y1 float64
+}
+
+func newFrame(w, h int, c Chart) frame {
+	f := frame{w: w, h: h}
+	f.x0, f.x1, f.y0, f.y1 = c.bounds()
+	return f
+}
+
+func (f frame) sx(v float64) float64 {
+	return padL + (v-f.x0)/(f.x1-f.x0)*float64(f.w-padL-padR)
+}
+
+func (f frame) sy(v float64) float64 {
+	return float64(f.h-padB) - (v-f.y0)/(f.y1-f.y0)*float64(f.h-padT-padB)
+}
+
+// axes writes the frame's axes, and a grid line and label at each tick
+// (assets/chart.js redraws them when it zooms, by the same rule).
+func (f frame) axes(b *strings.Builder, xlabel string) {
+	fmt.Fprintf(b, `<g class="axes"><line x1="%d" y1="%d" x2="%d" y2="%d"/><line x1="%d" y1="%d" x2="%d" y2="%d"/>`,
+		padL, f.h-padB, f.w-padR, f.h-padB, padL, padT, padL, f.h-padB)
+	ys, yd := ticks(f.y0, f.y1)
+	for _, v := range ys {
+		fmt.Fprintf(b, `<line class="grid" x1="%d" y1="%s" x2="%d" y2="%s"/>`, padL, px(f.sy(v)), f.w-padR, px(f.sy(v)))
+		fmt.Fprintf(b, `<text class="yt" x="%d" y="%s">%s</text>`, padL-4, px(f.sy(v)+3), tickLabel(v, yd))
+	}
+	xs, xd := ticks(f.x0, f.x1)
+	for _, v := range xs {
+		fmt.Fprintf(b, `<text class="xt" x="%s" y="%d">%s</text>`, px(f.sx(v)), f.h-padB+14, tickLabel(v, xd))
+	}
+	fmt.Fprintf(b, `<text class="xl" x="%d" y="%d">%s</text></g>`, f.w-padR, f.h-2, html.EscapeString(xlabel))
+}
+
+// ticks returns round tick values inside [lo, hi] (lo < hi), 1, 2, 2.5 or
+// 5 times a power of ten apart, about five of them, and the decimals their
+// labels need.
+func ticks(lo, hi float64) ([]float64, int) {
+	raw := (hi - lo) / 5
+	k := math.Floor(math.Log10(raw))
+	p := math.Pow(10, k)
+	m := 10.0
+	for _, c := range []float64{1, 2, 2.5, 5} {
+		if raw <= c*p*(1+1e-9) {
+			m = c
+			break
+		}
+	}
+	if m == 10 {
+		m, k, p = 1, k+1, p*10
+	}
+	step := m * p
+	d := max(0, int(-k))
+	if m == 2.5 && k <= 0 { // 2.5, 0.25: one digit more; 25 none
+		d++
+	}
+	var out []float64
+	for i := math.Ceil(lo/step - 1e-9); i*step <= hi+step*1e-9; i++ {
+		out = append(out, i*step)
+	}
+	return out, d
+}
+
+// tickLabel formats a tick with d decimals, or in exponent form beyond a
+// million.
+func tickLabel(v float64, d int) string {
+	if math.Abs(v) >= 1e6 {
+		return strconv.FormatFloat(v, 'g', 4, 64)
+	}
+	if v == 0 {
+		v = 0 // -0 prints as "-0"
+	}
+	return strconv.FormatFloat(v, 'f', min(d, 10), 64)
 }
 
 // Legend renders the chart's series names in their colours.

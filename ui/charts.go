@@ -72,8 +72,7 @@ func stalenessSeries(steps []step) []Series {
 }
 
 // runCharts are the charts of one run's page.
-func runCharts(d *runData) []Chart {
-	st := d.metrics.steps
+func runCharts(st []step, evals []evalPoint) []Chart {
 	series := func(ms ...metric) []Series {
 		out := make([]Series, len(ms))
 		for i, m := range ms {
@@ -83,7 +82,7 @@ func runCharts(d *runData) []Chart {
 	}
 	return []Chart{
 		{ID: "reward", Title: "Mean reward per step", XLabel: "step", Series: series(mReward)},
-		{ID: "accuracy", Title: "Held-out accuracy per evaluation", XLabel: "step", Series: []Series{evalSeries("accuracy", d.evals)}},
+		{ID: "accuracy", Title: "Held-out accuracy per evaluation", XLabel: "step", Series: []Series{evalSeries("accuracy", evals)}},
 		{ID: "staleness", Title: "Staleness histogram over time (groups per batch)", XLabel: "step", Series: stalenessSeries(st), Area: true},
 		{ID: "stale-trained", Title: "Staleness of trained groups", XLabel: "step", Series: series(mMeanStale, mMaxStale)},
 		{ID: "versions", Title: "Versions: trained vs served", XLabel: "step", Series: series(mVersion, mServed)},

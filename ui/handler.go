@@ -1,19 +1,3 @@
-// Package ui is tandem's local run dashboard: an http.Handler over a runs
-// folder (one folder per `tandem train` run, holding config.json,
-// metrics.jsonl, summary.json and checkpoints/). It serves the runs list, a
-// page per run with server-rendered SVG charts that a server-sent-events
-// stream extends live as metrics.jsonl grows, a compare page, and a run's
-// checkpoints with their manifests. Everything it serves is embedded; it
-// reaches nothing outside the runs folder.
-//
-// Endpoints (all GET):
-//
-//	/                               runs list (?format=json: the rows as JSON)
-//	/runs/{run}                     one run: charts, bad metrics lines, summary
-//	/runs/{run}/events?offset=N     SSE: metrics lines appended after byte N
-//	/runs/{run}/checkpoints         the run's checkpoint store, with manifests
-//	/compare?run=A&run=B[&run=…]    runs overlaid, and their config diff
-//	/static/{file}                  the embedded script and style sheet
 package ui
 
 import (
@@ -47,12 +31,18 @@ type Options struct {
 	StaleAfter time.Duration
 	// Now returns the time (default time.Now); tests fix it.
 	Now func() time.Time
+	// Sampler serves the playground (default EngineSampler{}: the embedded
+	// engine in process).
+	Sampler Sampler
+	// SampleTimeout bounds one playground request, its wait for an earlier
+	// one included (default 2 minutes).
+	SampleTimeout time.Duration
 }
 
 // Validate checks the options.
 func (o Options) Validate() error {
-	if o.PollInterval < 0 || o.StaleAfter < 0 {
-		return errors.New("ui: PollInterval and StaleAfter must not be negative")
+	if o.PollInterval < 0 || o.StaleAfter < 0 || o.SampleTimeout < 0 {
+		return errors.New("ui: PollInterval, StaleAfter and SampleTimeout must not be negative")
 	}
 	return nil
 }
@@ -67,17 +57,24 @@ func (o Options) withDefaults() Options {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	if o.Sampler == nil {
+		o.Sampler = EngineSampler{}
+	}
+	if o.SampleTimeout == 0 {
+		o.SampleTimeout = sampleTimeoutDef
+	}
 	return o
 }
 
 // Handler serves the dashboard of one runs folder. It is safe for
 // concurrent use; it keeps nothing between requests, so each page costs
-// one read of the files it shows.
+// one read of the files it shows. Playground samples run one at a time.
 type Handler struct {
-	root string
-	opts Options
-	mux  *http.ServeMux
-	tmpl *template.Template
+	root     string
+	opts     Options
+	mux      *http.ServeMux
+	tmpl     *template.Template
+	sampling chan struct{} // size 1: held while a playground sample runs
 }
 
 // New returns the dashboard of the runs folder root.
@@ -93,7 +90,8 @@ func New(root string, opts Options) (*Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	h := &Handler{root: abs, opts: opts.withDefaults(), mux: http.NewServeMux(), tmpl: tmpl}
+	h := &Handler{root: abs, opts: opts.withDefaults(), mux: http.NewServeMux(), tmpl: tmpl,
+		sampling: make(chan struct{}, 1)}
 	static, err := fs.Sub(assets, "assets/static")
 	if err != nil {
 		return nil, err
@@ -103,6 +101,8 @@ func New(root string, opts Options) (*Handler, error) {
 	h.mux.HandleFunc("GET /runs/{run}", h.serveRun)
 	h.mux.HandleFunc("GET /runs/{run}/events", h.serveEvents)
 	h.mux.HandleFunc("GET /runs/{run}/checkpoints", h.serveCheckpoints)
+	h.mux.HandleFunc("POST /runs/{run}/sample", h.serveSample)
+	h.mux.HandleFunc("GET /runs/{run}/samples", h.serveSamples)
 	h.mux.HandleFunc("GET /compare", h.serveCompare)
 	return h, nil
 }

@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"html/template"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strconv"
 
 	"github.com/tandemrl/tandem/checkpoint"
+	"github.com/tandemrl/tandem/runlog"
 )
 
 // maxCompare bounds the runs one compare page overlays.
@@ -25,6 +27,10 @@ func parseTemplates() (*template.Template, error) {
 		},
 		"secs":      func(s float64) string { return strconv.FormatFloat(s, 'f', 1, 64) },
 		"maxPoints": func() int { return MaxPoints },
+		"add":       func(a, b int) int { return a + b },
+		"maxPrompt": func() int { return MaxPromptBytes },
+		"maxTokens": func() int { return MaxSampleTokens },
+		"maxN":      func() int { return MaxSampleN },
 		"json": func(v any) (string, error) {
 			b, err := json.MarshalIndent(v, "", "  ")
 			return string(b), err
@@ -82,21 +88,62 @@ func (h *Handler) serveList(w http.ResponseWriter, r *http.Request) {
 type runPage struct {
 	*runData
 	Charts    []Chart
+	Timeline  Timeline
+	TimeNote  string
 	Bad       []BadLine
 	Lines     int
 	Offset    int64
 	ConfigErr string
 	SumErr    string
 	Config    map[string]any
+	Zoom      stepRange
+	Live      bool
 }
 
 func (h *Handler) serveRun(w http.ResponseWriter, r *http.Request) {
+	zoom, err := parseRange(r.URL.Query().Get("from"), r.URL.Query().Get("to"))
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
 	d, ok := h.run(w, r, r.PathValue("run"))
 	if !ok {
 		return
 	}
-	h.render(w, "run.tmpl", runPage{runData: d, Charts: runCharts(d), Bad: d.metrics.bad, Lines: d.metrics.lines,
-		Offset: d.metrics.offset, ConfigErr: d.cfgErr, SumErr: d.sumErr, Config: d.config})
+	served, note := h.replicaSpans(d.dir)
+	p := runPage{runData: d, Bad: d.metrics.bad, Lines: d.metrics.lines, Offset: d.metrics.offset,
+		ConfigErr: d.cfgErr, SumErr: d.sumErr, Config: d.config, Zoom: zoom, TimeNote: note,
+		Live: d.Status == Running && !zoom.Set()}
+	steps := zoom.steps(d.metrics.steps)
+	p.Charts = runCharts(steps, zoom.evals(d.evals))
+	p.Timeline = newTimeline(steps, zoom.spans(served), configuredInt(d.config, "substeps"))
+	h.render(w, "run.tmpl", p)
+}
+
+// maxTimelineSamples bounds the samples.jsonl the run page reads for the
+// timeline's per-replica lines; past it the timeline shows metrics.jsonl's
+// served_version alone.
+const maxTimelineSamples = 16 << 20
+
+// replicaSpans reads the versions each replica served from the run's
+// samples.jsonl when it is small enough, with a note when it is not.
+func (h *Handler) replicaSpans(dir string) (map[string][]replicaSpan, string) {
+	path := filepath.Join(dir, runlog.SamplesFile)
+	st, err := os.Stat(path)
+	switch {
+	case err != nil:
+		return nil, "served versions from metrics.jsonl (no samples.jsonl names replicas)"
+	case st.Size() > maxTimelineSamples:
+		return nil, fmt.Sprintf("served versions from metrics.jsonl: samples.jsonl is %d MiB, past the %d MiB the page reads for per-replica lines", st.Size()>>20, maxTimelineSamples>>20)
+	}
+	l, err := readSamplesFile(path, 0, 0) // at most maxTimelineSamples bytes
+	if err != nil {
+		return nil, err.Error()
+	}
+	if _, unnamed := l.served[""]; len(l.served) == 0 || (len(l.served) == 1 && unnamed) {
+		return nil, "served versions from metrics.jsonl (samples.jsonl names no replicas)"
+	}
+	return l.served, "served versions per replica from samples.jsonl"
 }
 
 func (h *Handler) serveCompare(w http.ResponseWriter, r *http.Request) {

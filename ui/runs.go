@@ -260,9 +260,12 @@ func objectiveOf(cfg map[string]any) string {
 }
 
 // configuredSteps reads rl.steps from a config (0 when absent).
-func configuredSteps(cfg map[string]any) int {
+func configuredSteps(cfg map[string]any) int { return configuredInt(cfg, "steps") }
+
+// configuredInt reads rl.<key> from a config (0 when absent).
+func configuredInt(cfg map[string]any, key string) int {
 	if r, ok := cfg["rl"].(map[string]any); ok {
-		if n, ok := r["steps"].(float64); ok {
+		if n, ok := r[key].(float64); ok {
 			return int(n)
 		}
 	}

@@ -71,6 +71,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.StringVar(&f.baseName, "base-name", "", "name clients use for the base model (default: "+basemodel.Name+", the -base file's name, or the -model folder's _name_or_path)")
 	fs.IntVar(&f.maxInFlight, "max-in-flight", 0, "unfinished calls beyond which the server answers 429 (default 256)")
 	fs.IntVar(&f.keepVersions, "keep-versions", 0, "adapter versions kept loaded for sampling (default 16; keep at least max staleness + 1; an evicted version is reloaded from the store when asked for again)")
+	withUI := fs.Bool("ui", false, "also serve the run dashboard (tandem ui) over -ui-runs on -ui-listen while serving")
+	uiRuns := fs.String("ui-runs", "runs", "with -ui: the runs folder (one folder per run)")
+	uiListen := fs.String("ui-listen", "127.0.0.1:8080", "with -ui: loopback host:port of the dashboard (port 0 picks a free one)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -81,6 +84,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return usagef("serve: no API key: refusing to start an open server; pass -api-key or set %s", EnvAPIKey)
 	}
 	if err := checkListen("serve", f.listen, f.allowRemote); err != nil {
+		return err
+	}
+	if err := checkUIListen(*withUI, *uiListen); err != nil {
 		return err
 	}
 	ln, err := net.Listen("tcp", f.listen)
@@ -103,6 +109,14 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 	}
 	mux.Handle("/", srv)
+	if *withUI {
+		stopUI, err := serveUI(*uiRuns, *uiListen, stderr)
+		if err != nil {
+			ln.Close()
+			return errors.Join(err, log.Close())
+		}
+		defer stopUI()
+	}
 	fmt.Fprintf(stdout, "%s%s (role %s, store %s)\n", ListeningPrefix, ln.Addr(), f.role, f.store)
 	return errors.Join(srv.ServeHandler(ctx, ln, mux), log.Close())
 }

@@ -88,6 +88,30 @@ func startUI(runs, listen, apiKey string) (url string, failed <-chan error, stop
 	return "http://" + ln.Addr().String(), done, stop, nil
 }
 
+// checkUIListen refuses, when with is set, a dashboard beside tandem serve
+// (serve -ui) on anything but a loopback address.
+func checkUIListen(with bool, listen string) error {
+	if host, _, err := net.SplitHostPort(listen); with && (err != nil || !isLoopback(host)) {
+		return usagef("serve: -ui-listen %q: want a loopback host:port such as 127.0.0.1:8080 (to expose the dashboard, run tandem ui -allow-remote with an API key)", listen)
+	}
+	return nil
+}
+
+// serveUI starts the dashboard beside tandem serve (serve -ui) over runs,
+// created if missing, on listen (checked by checkUIListen). It prints the
+// dashboard's URL to w; stop shuts it down.
+func serveUI(runs, listen string, w io.Writer) (stop func(), err error) {
+	if err := os.MkdirAll(runs, 0o755); err != nil {
+		return nil, fmt.Errorf("ui: %w", err)
+	}
+	url, _, stopUI, err := startUI(runs, listen, "")
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(w, "dashboard: %s (runs in %s)\n", url, runs)
+	return func() { _ = stopUI() }, nil
+}
+
 // checkUIFlags applies the listen rule: loopback is open; anything else
 // needs -allow-remote (checkListen) and an API key.
 func checkUIFlags(f *uiFlags) error {

@@ -89,3 +89,46 @@ func TestTrainServesDashboard(t *testing.T) {
 	_, _, err = runCLI("train", "-ui", "-ui-listen", "0.0.0.0:0", "-dir", dir)
 	require.ErrorContains(t, err, "not a loopback address")
 }
+
+// serve -ui serves the dashboard over -ui-runs beside the API, and stops
+// it with the server; a non-loopback -ui-listen is refused.
+func TestServeServesDashboard(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	runs := t.TempDir() + "/runs" // created by serve -ui
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		err := run(ctx, []string{"serve", "-listen", "127.0.0.1:0", "-api-key", "test-key-0123", "-store", t.TempDir(),
+			"-ui", "-ui-listen", "127.0.0.1:0", "-ui-runs", runs}, io.Discard, pw)
+		pw.Close()
+		done <- err
+	}()
+	sc := bufio.NewScanner(pr)
+	var url string
+	for sc.Scan() {
+		if u, ok := strings.CutPrefix(sc.Text(), "dashboard: "); ok {
+			url = strings.Fields(u)[0]
+			break
+		}
+	}
+	require.NotEmpty(t, url, "serve -ui printed no dashboard line")
+	go func() { _, _ = io.Copy(io.Discard, pr) }()
+	resp, err := http.Get(url + "/")
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	cancel()
+	require.NoError(t, <-done)
+	_, err = http.Get(url + "/")
+	assert.Error(t, err, "the dashboard stops with the server")
+
+	// Already cancelled: were the address let through, serve would return
+	// at once instead of serving on.
+	gone, stop := context.WithCancel(context.Background())
+	stop()
+	err = run(gone, []string{"serve", "-api-key", "test-key-0123", "-listen", "127.0.0.1:0", "-ui", "-ui-listen", "0.0.0.0:0", "-ui-runs", runs}, io.Discard, io.Discard)
+	require.ErrorContains(t, err, "loopback")
+	assert.Equal(t, 2, exitCode(err))
+}
