@@ -69,6 +69,10 @@ type Config struct {
 	// EvalEvery snapshots the policy every this many steps for held-out
 	// evaluation after the run (0 = only the base and the final policy).
 	EvalEvery int `json:"eval_every"`
+	// SamplesEvery writes the rollouts of every this many steps to the run
+	// folder's samples.jsonl (prompt and completion as text, reward,
+	// version, staleness; the dashboard's samples page); 0 writes none.
+	SamplesEvery int `json:"samples_every"`
 	// EvalProblems is how many held-out problems each evaluation uses.
 	EvalProblems int `json:"eval_problems"`
 	// TargetAccuracy is the held-out accuracy whose first crossing is
@@ -112,6 +116,7 @@ func DefaultConfig() Config {
 		SamplerThreads: 1,
 		Samplers:       1,
 		EvalEvery:      5,
+		SamplesEvery:   1,
 		EvalProblems:   500,
 		TargetAccuracy: 0.8,
 		Dir:            "runs",
@@ -191,6 +196,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("samplers %d must be in [1, 64]", c.Samplers)
 	case c.EvalEvery < 0:
 		return fmt.Errorf("eval_every %d must be ≥ 0 (0 = base and final only)", c.EvalEvery)
+	case c.SamplesEvery < 0:
+		return fmt.Errorf("samples_every %d must be ≥ 0 (0 = no samples.jsonl)", c.SamplesEvery)
 	case c.EvalProblems < 1:
 		return fmt.Errorf("eval_problems %d must be at least 1", c.EvalProblems)
 	case c.TargetAccuracy < 0 || c.TargetAccuracy > 1:

@@ -102,6 +102,12 @@ func Run(ctx context.Context, cfg Config, hooks Hooks) (Summary, error) {
 		return sum, fmt.Errorf("train: run log: %w", err)
 	}
 	defer rlog.Close()
+	samples, err := runlog.OpenSamples(dir)
+	if err != nil {
+		return sum, fmt.Errorf("train: run log: %w", err)
+	}
+	rollouts := &rolloutLog{out: samples, every: cfg.SamplesEvery, decodePrompt: mdl.decodePrompt, decode: mdl.w.Decode}
+	defer rollouts.close()
 	fn, stopReward, err := newReward(cfg, mdl)
 	if err != nil {
 		return sum, fmt.Errorf("train: reward: %w", err)
@@ -124,7 +130,7 @@ func Run(ctx context.Context, cfg Config, hooks Hooks) (Summary, error) {
 	obs := newObserver(cfg, rlog, hooks)
 	registry := &policy.Registry{}
 	led := &ledger.Ledger{}
-	lp, err := newLoop(cfg, mdl, be, fn, registry, obs, led)
+	lp, err := newLoop(cfg, mdl, be, fn, registry, obs, led, rollouts)
 	if err != nil {
 		return sum, fmt.Errorf("train: loop: %w", err)
 	}
@@ -133,6 +139,7 @@ func Run(ctx context.Context, cfg Config, hooks Hooks) (Summary, error) {
 	sum.Steps = lp.Report().Steps
 	sum.Ledger = lp.Report().Ledger
 	ledErr := writeLedger(dir, led)
+	samplesErr := rollouts.close()
 	obs.fill(&sum)
 	if sum.TrainSeconds > 0 {
 		sum.SamplesPerSecond = float64(sum.Samples) / sum.TrainSeconds
@@ -151,6 +158,9 @@ func Run(ctx context.Context, cfg Config, hooks Hooks) (Summary, error) {
 	}
 	if ledErr != nil {
 		return sum, fmt.Errorf("train: ledger: %w", ledErr)
+	}
+	if samplesErr != nil {
+		return sum, fmt.Errorf("train: samples: %w", samplesErr)
 	}
 	if err := evaluateSnapshots(ctx, cfg, be, registry, obs.snapshotList(), held, rlog, hooks, &sum); err != nil {
 		return sum, fmt.Errorf("train: evaluation: %w", err)
@@ -173,7 +183,7 @@ func newSummary(cfg Config, dir string) Summary {
 // trainer scoring the KL penalty's base log-probs itself, on the task's
 // training dataset shuffled with the run's seed and scored by fn. Every
 // published version is recorded in registry; obs sees every step.
-func newLoop(cfg Config, mdl *model, be *backends, fn reward.Func, registry *policy.Registry, obs *observer, led *ledger.Ledger) (*loop.Loop, error) {
+func newLoop(cfg Config, mdl *model, be *backends, fn reward.Func, registry *policy.Registry, obs *observer, led *ledger.Ledger, rollouts *rolloutLog) (*loop.Loop, error) {
 	grpo, err := algo.New(cfg.Algo, be.trainer)
 	if err != nil {
 		return nil, fmt.Errorf("algorithm: %w", err)
@@ -187,7 +197,7 @@ func newLoop(cfg Config, mdl *model, be *backends, fn reward.Func, registry *pol
 	return loop.New(rlc, loop.Deps{
 		Trainer: be.trainer, Samplers: be.samplers, Dataset: data, Algorithm: grpo,
 		Registry: registry, Observer: obs.observe, Decode: mdl.w.Decode, Logger: obs.hooks.Logger,
-		Ledger: led,
+		Ledger: led, Rollouts: rollouts.log,
 	})
 }
 

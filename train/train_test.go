@@ -35,6 +35,7 @@ func TestParseConfigErrorsNameTheProblem(t *testing.T) {
 		{`{"lora": {"rank": 0, "train_attn": true}}`, "rank 0"},
 		{`{"model": "m", "weights": "fp8"}`, `weights "fp8" unknown; allowed: stored (default), float32`},
 		{`{"weights": "float32"}`, `weights "float32" needs model`},
+		{`{"samples_every": -1}`, "samples_every -1"},
 		{`{} {}`, "extra data"},
 		{"{\n  \"name\": \"x\",\n  \"task\": \"arithmetic\",\n  \"rl\": {\n    \"max_staleness\": \"two\"\n  }\n}", `config line 5: field "rl.max_staleness"`},
 		{"{\n  \"rl\":\n    5\n}", `config line 3: field "rl": got a JSON number, want rl.Config`},
@@ -135,6 +136,23 @@ func TestRunWritesTheRunFolder(t *testing.T) {
 	}
 	assert.Len(t, entries, sum.Ledger.Prompts)
 	assert.Equal(t, 4*2, sum.Ledger.Totals.Trained, "4 steps of 2 groups")
+	// samples.jsonl: every rollout trained, as text, with its version and
+	// staleness at the step that trained it.
+	b, err = os.ReadFile(filepath.Join(sum.Dir, runlog.SamplesFile))
+	require.NoError(t, err)
+	perStep := map[int]int{}
+	dec = json.NewDecoder(bytes.NewReader(b))
+	for dec.More() {
+		var s runlog.Sample
+		require.NoError(t, dec.Decode(&s))
+		require.NoError(t, s.Validate())
+		perStep[s.Step]++
+		assert.Contains(t, s.Prompt, "What is", "the prompt as text")
+		assert.LessOrEqual(t, s.Staleness, cfg.RL.MaxStaleness)
+		assert.Equal(t, int64(s.Step)-int64(s.Staleness), s.Version, "staleness is the step's version minus the group's")
+		assert.Less(t, s.Group, 2)
+	}
+	assert.Equal(t, map[int]int{0: 8, 1: 8, 2: 8, 3: 8}, perStep, "2 groups of 4 per step")
 	// Periodic and final checkpoints.
 	for _, p := range []string{"arith-grpo/weights/arith-grpo-step-000002", "arith-grpo/weights/final", "arith-grpo/sampler_weights/final"} {
 		_, err := os.Stat(filepath.Join(sum.Dir, "checkpoints", p, "manifest.json"))

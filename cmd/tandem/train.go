@@ -53,6 +53,7 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.String("base", "", "base weights file (default: the shipped model)")
 	fs.String("model", "", "a Hugging Face model folder to train instead (the arithmetic task rendered as a chat by -renderer)")
 	fs.String("renderer", "", "with -model: chat renderer (default: the folder's chat template, else role_colon)")
+	fs.Int("samples-every", d.SamplesEvery, "write the trained rollouts of every this many steps to the run folder's samples.jsonl (0: none)")
 	fs.String("weights", "", "with -model: stored (default: a BF16 checkpoint's matrices stay bfloat16, memory-mapped) or float32")
 	fs.String("sampler-url", "", "sample through OpenAI-compatible servers instead of in process: comma-separated URLs (tandem serve -role sampler, vLLM, SGLang; key $TANDEM_API_KEY), one replica each; they must read the run folder")
 	fs.String("sampler-dialect", "", "with -sampler-url: vllm (default; tandem serve speaks it) or sglang")
@@ -196,6 +197,8 @@ func applyFlag(c *train.Config, f *flag.Flag) {
 		c.Renderer = g.(string)
 	case "weights":
 		c.Weights = g.(string)
+	case "samples-every":
+		c.SamplesEvery = g.(int)
 	case "sampler-url":
 		c.SamplerURLs = nil
 		for _, u := range strings.Split(g.(string), ",") {

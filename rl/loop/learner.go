@@ -110,6 +110,9 @@ func (ln *learner) step(ctx, grace context.Context) error {
 			}
 		}
 	}
+	if f := l.deps.Rollouts; f != nil {
+		f(stepNo, v0, groups)
+	}
 	for i := range groups {
 		ln.runner.Recycle(&groups[i]) // the step's futures have resolved
 	}

@@ -59,6 +59,13 @@ type Deps struct {
 	// blocks the loop (changes beyond a queue of 65,536 are dropped and
 	// counted in the Report). Run watches Ledger while it runs.
 	LedgerObserver func(ledger.Change)
+	// Rollouts, if set, is called on the learner's goroutine with every
+	// step's trained groups once the trainer has confirmed the step, with
+	// the step's number and the version it trained from (a group's
+	// staleness is Group.Staleness(version)). It must not keep groups or
+	// their slices (they are recycled when it returns) and should be quick:
+	// the next step waits for it.
+	Rollouts func(step int, version policy.Version, groups []rl.Group)
 }
 
 // Report is what a run did, returned by Loop.Report after Run.
