@@ -78,6 +78,7 @@ func main() {
 	concurrent := flag.Int("concurrent", 64, "also compare this many concurrent single-sample calls with one call of n = this many and with the serialized sampler (0: skip)")
 	concRounds := flag.Int("concurrent-rounds", 3, "rounds of the batched forms of -concurrent (each keeps its best)")
 	doTrain := flag.Bool("train", true, "measure training (false: sampling only; -sample-adapter then uses a fresh adapter)")
+	weights := flag.String("weights", "f32", "the base's matrices: f32, or bf16 (kept in bfloat16 as a BF16 checkpoint loads, computed by kernels.SgemmBF16)")
 	flag.Parse()
 	switch *shape {
 	case "tandem":
@@ -98,9 +99,20 @@ func main() {
 	}
 	s.Rank = engine.DefaultLoraConfig().Rank
 
-	res := map[string]any{"shape": *shape, "shapes": s, "params": s.Config.Params(), "kernels": kernels.Implementation(), "goarch": runtime.GOARCH}
+	res := map[string]any{"shape": *shape, "shapes": s, "params": s.Config.Params(), "kernels": kernels.Implementation(), "goarch": runtime.GOARCH,
+		"weights": *weights}
 	t0 := time.Now()
-	base, err := engine.NewModel[float32](s.Config, 1)
+	var base *engine.Model[float32]
+	var err error
+	switch *weights {
+	case "f32":
+		base, err = engine.NewModel[float32](s.Config, 1)
+	case "bf16":
+		base, err = randomBF16Model(s.Config, 1)
+		res["bf16_kernels"] = kernels.BF16Implementation()
+	default:
+		err = fmt.Errorf("-weights %q: want f32 or bf16", *weights)
+	}
 	if err != nil {
 		fail(err)
 	}
@@ -320,4 +332,37 @@ func findScript() (string, error) {
 		}
 	}
 	return "", fmt.Errorf("torch_ref.py not found: run from the repository root")
+}
+
+// randomBF16Model is a model of cfg with its matrices in bfloat16, drawn
+// as engine.NewModel draws them (normal, standard deviation 0.02; norms 1,
+// biases 0.02) straight into bfloat16, so that no float32 copy of the
+// matrices ever exists (the peak resident memory is the bfloat16 model's).
+func randomBF16Model(cfg engine.Config, seed uint64) (*engine.Model[float32], error) {
+	m, err := engine.NewZeroModelBF16[float32](cfg)
+	if err != nil {
+		return nil, err
+	}
+	rng := rand.New(rand.NewPCG(seed, 0x7a6e646d))
+	for _, t := range m.Tensors() {
+		for i := range t.Data {
+			if strings.HasSuffix(t.Name, ".bias") {
+				t.Data[i] = float32(rng.NormFloat64() * 0.02)
+			} else {
+				t.Data[i] = 1
+			}
+		}
+	}
+	for _, t := range m.TensorsBF16() {
+		n := 1
+		for _, d := range t.Shape {
+			n *= d
+		}
+		w := make([]kernels.BF16, n)
+		for i := range w {
+			w[i] = kernels.ToBF16(float32(rng.NormFloat64() * 0.02))
+		}
+		*t.Data = w
+	}
+	return m, m.CheckBF16()
 }
