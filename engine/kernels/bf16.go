@@ -475,24 +475,29 @@ func packPairsB(dst []BF16, transB bool, j0, nb, pc, kl, kp int, b []BF16, ldb i
 		return
 	}
 	if transB {
-		// Each pair is a dword of a row of B: move dwords (a pair's two
-		// elements as one uint32, little-endian: the even one low).
+		// Each pair is a dword of a row of B, so the panel is a transpose
+		// of dwords: whole 8×8 blocks by the float32 packer's vector
+		// transposes (pure data movement, bits unchanged), the edges and an
+		// odd last element below.
 		d32 := unsafe.Slice((*uint32)(unsafe.Pointer(&dst[0])), kp*nr)
-		var rows [nr][]uint32
 		full := kl / 2
+		jDone, qDone := 0, 0
+		if transpose8x8 != nil && full >= 8 && nb >= 8 {
+			jDone, qDone = nb/8*8, full/8*8
+			src := unsafe.Slice((*float32)(unsafe.Pointer(&b[j0*ldb+pc])), ((jDone-1)*ldb+2*qDone)/2)
+			transpose8x8(unsafe.Slice((*float32)(unsafe.Pointer(&d32[0])), len(d32)), nr, src, ldb/2, jDone/8, qDone/8)
+		}
 		for j := range nb {
 			row := b[(j0+j)*ldb+pc:][:kl]
-			if full > 0 {
-				rows[j] = unsafe.Slice((*uint32)(unsafe.Pointer(&row[0])), full)
+			q0 := 0
+			if j < jDone {
+				q0 = qDone
+			}
+			for q := q0; q < full; q++ {
+				d32[q*nr+j] = uint32(row[2*q]) | uint32(row[2*q+1])<<16
 			}
 			if kl%2 != 0 {
 				dst[((kp-1)*nr+j)*2] = row[kl-1]
-			}
-		}
-		for q := range full {
-			out := d32[q*nr : q*nr+nb]
-			for j := range out {
-				out[j] = rows[j][q]
 			}
 		}
 		return
