@@ -508,6 +508,10 @@ func packPairsB(dst []BF16, transB bool, j0, nb, pc, kl, kp int, b []BF16, ldb i
 		out := d32[q*nr : q*nr+nb]
 		if 2*q+1 < kl {
 			odd := b[(pc+2*q+1)*ldb+j0:][:nb]
+			if interleaveBF16 != nil {
+				interleaveBF16(out, even, odd)
+				continue
+			}
 			for j := range out {
 				out[j] = uint32(even[j]) | uint32(odd[j])<<16
 			}
@@ -518,6 +522,10 @@ func packPairsB(dst []BF16, transB bool, j0, nb, pc, kl, kp int, b []BF16, ldb i
 		}
 	}
 }
+
+// interleaveBF16, when set (amd64 with AVX2), sets dst[j] = even[j] |
+// odd[j]<<16 for every j of dst (even and odd at least as long).
+var interleaveBF16 func(dst []uint32, even, odd []BF16)
 
 // aligned4 reports whether every row of b, from column pc on, starts on a
 // 4-byte boundary, so that its pairs can be read as uint32s.

@@ -26,12 +26,25 @@ func bgemmKernel12x32(kp int, a, b *BF16, c *float32, ldc int, alpha, beta float
 //go:noescape
 func bgemmKernel12x32Split(kp int, a, b *BF16, c *float32, ldc int, alpha, beta float32)
 
+//go:noescape
+func interleaveBF16AVX2(dst *uint32, even, odd *BF16, n int)
+
 // hasAVX512BF16: VDPBF16PS, and AVX512BW for the masked 16-bit loads.
 var hasAVX512BF16 = hasAVX512 && cpu.X86.HasAVX512BF16 && cpu.X86.HasAVX512BW
 
 func init() {
 	if !hasAVX512BF16 || asmDisabled() || os.Getenv(EnvKernels) == "avx2" {
 		return
+	}
+	interleaveBF16 = func(dst []uint32, even, odd []BF16) {
+		n := len(dst) / 16 * 16
+		if n > 0 {
+			_, _ = even[n-1], odd[n-1]
+			interleaveBF16AVX2(&dst[0], &even[0], &odd[0], n)
+		}
+		for j := n; j < len(dst); j++ {
+			dst[j] = uint32(even[j]) | uint32(odd[j])<<16
+		}
 	}
 	bf16Round = &bf16Kernels{
 		dot: func(k int, a []BF16, lda int, b []BF16, ldb int, c []float32, ldc int, alpha, beta float32) {

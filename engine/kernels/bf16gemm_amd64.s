@@ -521,3 +521,36 @@ bgsstore0:
 	VMOVUPS Z31, 64(DI)
 	VZEROUPPER
 	RET
+
+// func interleaveBF16AVX2(dst *uint32, even *BF16, odd *BF16, n int)
+//
+// dst[j] = even[j] | odd[j]<<16 for j < n, n a multiple of 16: two rows of
+// bfloat16 woven into pairs (the packed route's B panel for B stored k×n).
+// VPUNPCKLWD and VPUNPCKHWD weave within 128-bit lanes; VPERM2I128 puts
+// the four half results back in order. Data movement only.
+TEXT ·interleaveBF16AVX2(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DI
+	MOVQ even+8(FP), SI
+	MOVQ odd+16(FP), DX
+	MOVQ n+24(FP), CX
+	SHRQ $4, CX
+	JZ   ileavedone
+
+ileaveloop:
+	VMOVDQU (SI), Y0
+	VMOVDQU (DX), Y1
+	VPUNPCKLWD Y1, Y0, Y2
+	VPUNPCKHWD Y1, Y0, Y3
+	VPERM2I128 $0x20, Y3, Y2, Y4
+	VPERM2I128 $0x31, Y3, Y2, Y5
+	VMOVDQU Y4, (DI)
+	VMOVDQU Y5, 32(DI)
+	ADDQ $32, SI
+	ADDQ $32, DX
+	ADDQ $64, DI
+	DECQ CX
+	JNZ  ileaveloop
+
+ileavedone:
+	VZEROUPPER
+	RET
