@@ -29,7 +29,12 @@
 // Every numeric type is generic over [Float] (float32 or float64). Production
 // runs in float32; gradient checks run the very same code in float64.
 // Reductions whose order could vary (loss sums, gradient norms, AdamW) are
-// carried out in float64.
+// carried out in float64. A frozen base may keep its matrices in bfloat16
+// ([MatricesBF16], as a BF16 checkpoint loads with hf.WithBF16Matrices,
+// memory-mapped): half the memory, and every product computed from the
+// 16-bit weights directly (kernels.Par.SgemmBF16, activations held to 16
+// significant bits); the norms, biases, activations and adapters stay in
+// T.
 //
 // # Determinism
 //
@@ -48,8 +53,12 @@
 //     [LoadAdapter].
 //   - [Trainer]: forward/backward with the Tinker losses ([LossSpec]),
 //     AdamW ([AdamParams]), state save/load.
-//   - [Sampler]: KV-cached batched sampling with the adapter applied
-//     unmerged.
+//   - [Sampler]: KV-cached sampling with the adapter applied unmerged.
+//     Concurrent Sample calls are batched by a scheduler (continuous
+//     batching, as vLLM does): every call in flight decodes in one batched
+//     forward per step, each with its own prompt, settings, seed and
+//     adapter version, and gets the same bits it would alone; see
+//     [SamplerOptions] for the batch, step and KV-memory bounds.
 //
 // # Memory: one base per process
 //
@@ -59,8 +68,8 @@
 // they use it. Samplers keep a private copy of the served adapter and apply
 // it unmerged, y = x·Wᵀ + s·(x·Aᵀ)·Bᵀ, as the trainer does, so serving a new
 // adapter version costs a copy of the adapter, not of the base. Base weights
-// reach the kernels through one small interface (frozen, weights.go), the
-// seam for other storage types such as bfloat16.
+// reach the kernels through one small interface (frozen, weights.go):
+// dense []T, or bfloat16.
 //
 // # API at a glance
 //
