@@ -418,16 +418,9 @@ func (d *decoder[T]) run(ctx context.Context, prompt []int, n int, p SamplingPar
 			sq.StopReason = StopStop
 			return false
 		}
-		if maxStop > 0 {
-			texts[i].WriteString(d.tokenText(tok))
-			t := texts[i].String()
-			tail := t[max(0, len(t)-maxStop-4):]
-			for _, st := range p.StopStrings {
-				if strings.Contains(tail, st) {
-					sq.StopReason = StopStop
-					return false
-				}
-			}
+		if maxStop > 0 && stopStringEnds(&texts[i], d.tokenText(tok), maxStop, p.StopStrings) {
+			sq.StopReason = StopStop
+			return false
 		}
 		if len(sq.Tokens) >= d.maxNew {
 			sq.StopReason = StopLength
@@ -459,4 +452,20 @@ func (d *decoder[T]) run(ctx context.Context, prompt []int, n int, p SamplingPar
 		active = next
 	}
 	return seqs, promptLP, nil
+}
+
+// stopStringEnds appends a sampled token's text to a sample's text and
+// reports whether one of stops now appears in its tail (the last
+// maxStop+4 bytes: longer than the longest stop string, so that a stop
+// completed by this token is seen and older text is not searched again).
+func stopStringEnds(text *strings.Builder, tok string, maxStop int, stops []string) bool {
+	text.WriteString(tok)
+	t := text.String()
+	tail := t[max(0, len(t)-maxStop-4):]
+	for _, st := range stops {
+		if strings.Contains(tail, st) {
+			return true
+		}
+	}
+	return false
 }

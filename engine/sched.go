@@ -287,16 +287,9 @@ func (s *sched[T]) pick(q *seqState[T], logits []T) bool {
 		sq.StopReason = StopStop
 		return false
 	}
-	if c.maxStop > 0 {
-		q.text.WriteString(c.tokenText(tok))
-		t := q.text.String()
-		tail := t[max(0, len(t)-c.maxStop-4):]
-		for _, st := range c.p.StopStrings {
-			if strings.Contains(tail, st) {
-				sq.StopReason = StopStop
-				return false
-			}
-		}
+	if c.maxStop > 0 && stopStringEnds(&q.text, c.tokenText(tok), c.maxStop, c.p.StopStrings) {
+		sq.StopReason = StopStop
+		return false
 	}
 	if len(sq.Tokens) >= c.maxNew {
 		sq.StopReason = StopLength

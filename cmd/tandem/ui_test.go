@@ -67,16 +67,7 @@ func TestTrainServesDashboard(t *testing.T) {
 		pw.Close()
 		done <- err
 	}()
-	sc := bufio.NewScanner(pr)
-	var url string
-	for sc.Scan() {
-		if u, ok := strings.CutPrefix(sc.Text(), "dashboard: "); ok {
-			url = strings.Fields(u)[0]
-			break
-		}
-	}
-	require.NotEmpty(t, url, "train -ui printed no dashboard line")
-	go func() { _, _ = io.Copy(io.Discard, pr) }()
+	url := dashboardURL(t, pr, "train -ui")
 	resp, err := http.Get(url + "/")
 	require.NoError(t, err)
 	resp.Body.Close()
@@ -105,16 +96,7 @@ func TestServeServesDashboard(t *testing.T) {
 		pw.Close()
 		done <- err
 	}()
-	sc := bufio.NewScanner(pr)
-	var url string
-	for sc.Scan() {
-		if u, ok := strings.CutPrefix(sc.Text(), "dashboard: "); ok {
-			url = strings.Fields(u)[0]
-			break
-		}
-	}
-	require.NotEmpty(t, url, "serve -ui printed no dashboard line")
-	go func() { _, _ = io.Copy(io.Discard, pr) }()
+	url := dashboardURL(t, pr, "serve -ui")
 	resp, err := http.Get(url + "/")
 	require.NoError(t, err)
 	resp.Body.Close()
@@ -131,4 +113,21 @@ func TestServeServesDashboard(t *testing.T) {
 	err = run(gone, []string{"serve", "-api-key", "test-key-0123", "-listen", "127.0.0.1:0", "-ui", "-ui-listen", "0.0.0.0:0", "-ui-runs", runs}, io.Discard, io.Discard)
 	require.ErrorContains(t, err, "loopback")
 	assert.Equal(t, 2, exitCode(err))
+}
+
+// dashboardURL reads a command's output up to its "dashboard: URL" line
+// and returns the URL; the rest of the output is discarded as it comes.
+func dashboardURL(t *testing.T, out io.Reader, what string) string {
+	t.Helper()
+	sc := bufio.NewScanner(out)
+	var url string
+	for sc.Scan() {
+		if u, ok := strings.CutPrefix(sc.Text(), "dashboard: "); ok {
+			url = strings.Fields(u)[0]
+			break
+		}
+	}
+	require.NotEmpty(t, url, "%s printed no dashboard line", what)
+	go func() { _, _ = io.Copy(io.Discard, out) }()
+	return url
 }
