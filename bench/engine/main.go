@@ -22,9 +22,13 @@
 // 3072, q/k norms, tied embeddings, rope theta 1e6, norm eps 1e-6; 596 M
 // parameters, 2.4 GB in float32) with small defaults for the batch, the
 // sequence and the new tokens so that a run takes a few minutes; flags given
-// explicitly still win. The PyTorch reference runs only for the default
-// shape. The JSON line carries vmhwm_kib, the process's peak resident
-// memory (VmHWM in /proc/self/status; 0 where that file does not exist).
+// explicitly still win. The PyTorch reference runs for both shapes (grouped
+// KV heads, head width, q/k norms, tied embeddings and the rope base passed
+// on); it prints the BLAS library torch loaded and OpenBLAS's core, and no
+// ratio is reported against a BLAS that is not OpenBLAS (Debian's torch
+// calls whatever libblas.so.3 is installed: install libopenblas0-pthread).
+// The JSON line carries vmhwm_kib, the process's peak resident memory
+// (VmHWM in /proc/self/status; 0 where that file does not exist).
 //
 // The last line of -json output is one JSON object.
 package main
@@ -72,7 +76,7 @@ func main() {
 	flag.IntVar(&s.NewTokens, "new-tokens", 48, "tokens generated per sample")
 	flag.IntVar(&s.SampleReps, "sample-reps", 5, "timed sampling calls (after one warm-up)")
 	asJSON := flag.Bool("json", false, "end with one JSON line")
-	torch := flag.Bool("torch", true, "also run the PyTorch reference when available (default shape only)")
+	torch := flag.Bool("torch", true, "also run the PyTorch reference when available")
 	shape := flag.String("shape", "tandem", "model shape: tandem (the default model) or qwen3-0.6b (random weights)")
 	sampleAdapter := flag.Bool("sample-adapter", false, "sample with the trained adapter (applied unmerged) instead of the base")
 	concurrent := flag.Int("concurrent", 64, "also compare this many concurrent single-sample calls with one call of n = this many and with the serialized sampler (0: skip)")
@@ -93,7 +97,6 @@ func main() {
 				*v = qwen3Defaults[name]
 			}
 		}
-		*torch = false
 	default:
 		fail(fmt.Errorf("-shape %q: want tandem or qwen3-0.6b", *shape))
 	}
@@ -160,7 +163,15 @@ func main() {
 			}
 			tt, _ := tr["torch_train_tokens_per_s"].(float64)
 			ts, _ := tr["torch_sample_tokens_per_s"].(float64)
-			if tt > 0 && ts > 0 {
+			blas, _ := tr["torch_blas"].(string)
+			core, _ := tr["torch_blas_core"].(string)
+			fmt.Fprintf(os.Stderr, "torch %v: BLAS %s (OpenBLAS core %q)\n", tr["torch_version"], blas, core)
+			if core == "" {
+				// Debian's reference BLAS is about 30× slower than OpenBLAS:
+				// a ratio against it would say nothing.
+				fmt.Fprintln(os.Stderr, "torch's BLAS is not OpenBLAS: no ratio reported (install libopenblas0-pthread)")
+				res["torch_note"] = "BLAS not OpenBLAS: no ratio reported"
+			} else if tt > 0 && ts > 0 {
 				res["train_ratio_go_over_torch"] = train / tt
 				res["sample_ratio_go_over_torch"] = sample / ts
 				fmt.Fprintf(os.Stderr, "torch: train %8.0f tokens/s   sample %8.0f tokens/s\n", tt, ts)
@@ -306,12 +317,29 @@ func runTorch(s shapes) (map[string]any, error) {
 	}{{"vocab", s.Vocab}, {"dim", s.Dim}, {"layers", s.Layers}, {"heads", s.Heads}, {"hidden", s.Hidden},
 		{"context", s.Context}, {"rank", s.Rank}, {"threads", s.Threads}, {"train_batch", s.TrainBatch},
 		{"train_seq", s.TrainSeq}, {"train_steps", s.TrainSteps}, {"prompt_len", s.PromptLen}, {"n", s.N},
-		{"new_tokens", s.NewTokens}, {"sample_reps", s.SampleReps}} {
+		{"new_tokens", s.NewTokens}, {"sample_reps", s.SampleReps}, {"kv_heads", s.KVHeads}, {"head_dim", s.HeadDim},
+		{"qk_norm", b2i(s.QKNorm)}, {"tied", b2i(s.TiedEmbed)}} {
 		args = append(args, "--"+kv.k, strconv.Itoa(kv.v))
 	}
+	if s.RopeTheta > 0 {
+		args = append(args, "--rope_theta", strconv.FormatFloat(s.RopeTheta, 'g', -1, 64))
+	}
+	if s.NormEps > 0 {
+		args = append(args, "--norm_eps", strconv.FormatFloat(s.NormEps, 'g', -1, 64))
+	}
 	cmd := exec.Command(py, args...)
-	// PyTorch's BLAS gets the same cores as the Go engine.
-	cmd.Env = append(os.Environ(), "OMP_NUM_THREADS="+strconv.Itoa(s.Threads), "OPENBLAS_NUM_THREADS="+strconv.Itoa(s.Threads))
+	// PyTorch's BLAS gets the same cores as the Go engine, and OpenBLAS
+	// picks its own kernel for this CPU (no OPENBLAS_CORETYPE or
+	// OPENBLAS_L2_SIZE from the environment).
+	env := []string{"OMP_NUM_THREADS=" + strconv.Itoa(s.Threads), "OPENBLAS_NUM_THREADS=" + strconv.Itoa(s.Threads)}
+	for _, e := range os.Environ() {
+		switch name, _, _ := strings.Cut(e, "="); name {
+		case "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS":
+			continue
+		}
+		env = append(env, e)
+	}
+	cmd.Env = env
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Run(); err != nil {
@@ -365,4 +393,11 @@ func randomBF16Model(cfg engine.Config, seed uint64) (*engine.Model[float32], er
 		*t.Data = w
 	}
 	return m, m.CheckBF16()
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

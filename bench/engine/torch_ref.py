@@ -1,13 +1,17 @@
 #!/usr/bin/env python3
 """PyTorch reference for `go run ./bench/engine`: the embedded engine's
-architecture (pre-norm decoder, RMSNorm, rotary positions, SwiGLU MLP, untied
-unembedding, LoRA on q/k/v/o, gate/up/down and the unembedding, base frozen)
-at the same shapes, timed the same way.
+architecture (pre-norm decoder, RMSNorm, rotary positions, SwiGLU MLP,
+grouped-query attention with its own head width, optional per-head q/k
+RMSNorm and tied embeddings as in Qwen3; LoRA on q/k/v/o, gate/up/down and
+the unembedding, base frozen) at the same shapes, timed the same way.
 
-Prints one JSON object: torch_train_tokens_per_s, torch_sample_tokens_per_s.
-Arguments come from the Go benchmark so both sides measure the same work.
+Prints one JSON object: torch_train_tokens_per_s, torch_sample_tokens_per_s,
+and the BLAS library the process loaded (torch_blas) with OpenBLAS's core
+name (torch_blas_core, "" when it is not OpenBLAS). Arguments come from the
+Go benchmark so both sides measure the same work.
 """
 import argparse
+import ctypes
 import json
 import math
 import time
@@ -42,35 +46,42 @@ class RMSNorm(nn.Module):
 def rope_tables(ctx, hd, theta=10000.0):
     inv = 1.0 / (theta ** (torch.arange(0, hd, 2).float() / hd))
     ang = torch.outer(torch.arange(ctx).float(), inv)
+    ang = torch.cat((ang, ang), dim=-1)
     return ang.cos(), ang.sin()
 
 
 def apply_rope(x, cos, sin):
-    # x: (B, H, T, hd); rotate adjacent pairs
-    x1, x2 = x[..., 0::2], x[..., 1::2]
-    o1 = x1 * cos - x2 * sin
-    o2 = x1 * sin + x2 * cos
-    return torch.stack((o1, o2), dim=-1).flatten(-2)
+    # x: (B, H, T, hd); Llama's "rotate half" layout, as the engine
+    x1, x2 = x[..., : x.shape[-1] // 2], x[..., x.shape[-1] // 2:]
+    return x * cos + torch.cat((-x2, x1), dim=-1) * sin
 
 
 class Block(nn.Module):
-    def __init__(self, d, h, hidden, rank, alpha):
+    def __init__(self, d, h, kvh, hd, hidden, rank, alpha, qk_norm, eps):
         super().__init__()
-        self.h = h
-        self.n1 = RMSNorm(d)
-        self.q, self.k, self.v, self.o = (LoRALinear(d, d, rank, alpha) for _ in range(4))
-        self.n2 = RMSNorm(d)
+        self.h, self.kvh, self.hd = h, kvh, hd
+        self.n1 = RMSNorm(d, eps)
+        self.q = LoRALinear(d, h * hd, rank, alpha)
+        self.k = LoRALinear(d, kvh * hd, rank, alpha)
+        self.v = LoRALinear(d, kvh * hd, rank, alpha)
+        self.o = LoRALinear(h * hd, d, rank, alpha)
+        self.qn = RMSNorm(hd, eps) if qk_norm else None
+        self.kn = RMSNorm(hd, eps) if qk_norm else None
+        self.n2 = RMSNorm(d, eps)
         self.gate = LoRALinear(d, hidden, rank, alpha)
         self.up = LoRALinear(d, hidden, rank, alpha)
         self.down = LoRALinear(hidden, d, rank, alpha)
 
     def forward(self, x, cos, sin, pos0=0, cache=None):
         B, T, D = x.shape
-        hd = D // self.h
+        hd = self.hd
         y = self.n1(x)
-        q = self.q(y).view(B, T, self.h, hd).transpose(1, 2)
-        k = self.k(y).view(B, T, self.h, hd).transpose(1, 2)
-        v = self.v(y).view(B, T, self.h, hd).transpose(1, 2)
+        q = self.q(y).view(B, T, self.h, hd)
+        k = self.k(y).view(B, T, self.kvh, hd)
+        if self.qn is not None:
+            q, k = self.qn(q), self.kn(k)
+        q, k = q.transpose(1, 2), k.transpose(1, 2)
+        v = self.v(y).view(B, T, self.kvh, hd).transpose(1, 2)
         c, s = cos[pos0:pos0 + T], sin[pos0:pos0 + T]
         q, k = apply_rope(q, c, s), apply_rope(k, c, s)
         if cache is not None:
@@ -78,26 +89,34 @@ class Block(nn.Module):
                 k = torch.cat([cache[0], k], dim=2)
                 v = torch.cat([cache[1], v], dim=2)
             cache[0], cache[1] = k, v
+        if self.kvh != self.h:
+            k = k.repeat_interleave(self.h // self.kvh, dim=1)
+            v = v.repeat_interleave(self.h // self.kvh, dim=1)
         att = (q @ k.transpose(-1, -2)) / math.sqrt(hd)
         if T > 1:
             S = k.shape[2]
             mask = torch.ones(T, S, dtype=torch.bool).tril(S - T)
             att = att.masked_fill(~mask, float("-inf"))
         att = att.softmax(-1)
-        a = (att @ v).transpose(1, 2).reshape(B, T, D)
+        a = (att @ v).transpose(1, 2).reshape(B, T, self.h * hd)
         x = x + self.o(a)
         y = self.n2(x)
         return x + self.down(F.silu(self.gate(y)) * self.up(y))
 
 
 class Model(nn.Module):
-    def __init__(self, vocab, d, layers, h, hidden, ctx, rank, alpha):
+    def __init__(self, a):
         super().__init__()
-        self.embed = nn.Parameter(torch.randn(vocab, d) * 0.02, requires_grad=False)
-        self.blocks = nn.ModuleList(Block(d, h, hidden, rank, alpha) for _ in range(layers))
-        self.norm = RMSNorm(d)
-        self.unembed = LoRALinear(d, vocab, rank, alpha)
-        self.cos, self.sin = rope_tables(ctx, d // h)
+        d, h = a.dim, a.heads
+        kvh = a.kv_heads or h
+        hd = a.head_dim or d // h
+        self.embed = nn.Parameter(torch.randn(a.vocab, d) * 0.02, requires_grad=False)
+        self.blocks = nn.ModuleList(Block(d, h, kvh, hd, a.hidden, a.rank, a.alpha, a.qk_norm, a.norm_eps) for _ in range(a.layers))
+        self.norm = RMSNorm(d, a.norm_eps)
+        self.unembed = LoRALinear(d, a.vocab, a.rank, a.alpha)
+        if a.tied:
+            self.unembed.weight = self.embed  # one frozen matrix, as the engine
+        self.cos, self.sin = rope_tables(a.context, hd, a.rope_theta)
 
     def forward(self, toks, pos0=0, caches=None):
         x = self.embed[toks]
@@ -170,18 +189,41 @@ def bench_sample(m, a, reps):
     return reps * a.n * a.new_tokens / dt
 
 
+def loaded_blas():
+    """The BLAS library this process loaded, and OpenBLAS's core name."""
+    path = ""
+    with open("/proc/self/maps") as f:
+        for line in f:
+            fields = line.split()
+            if len(fields) >= 6 and fields[-1].rsplit("/", 1)[-1].startswith(("libblas.so", "libopenblas")):
+                path = fields[-1]
+                break
+    core = ""
+    if path:
+        try:
+            fn = ctypes.CDLL(path).openblas_get_corename
+            fn.restype = ctypes.c_char_p
+            core = fn().decode()
+        except (AttributeError, OSError):
+            core = ""
+    return path, core
+
+
 def main():
     p = argparse.ArgumentParser()
     for name, d in [("vocab", 98), ("dim", 128), ("layers", 4), ("heads", 4), ("hidden", 512),
                     ("context", 128), ("rank", 8), ("threads", 1), ("train_batch", 32),
                     ("train_seq", 64), ("train_steps", 5), ("prompt_len", 16), ("n", 8),
-                    ("new_tokens", 48), ("sample_reps", 5)]:
+                    ("new_tokens", 48), ("sample_reps", 5), ("kv_heads", 0), ("head_dim", 0),
+                    ("qk_norm", 0), ("tied", 0)]:
         p.add_argument("--" + name, type=int, default=d)
     p.add_argument("--alpha", type=float, default=32.0)
+    p.add_argument("--rope_theta", type=float, default=10000.0)
+    p.add_argument("--norm_eps", type=float, default=1e-5)
     a = p.parse_args()
     torch.manual_seed(0)
     torch.set_num_threads(a.threads)
-    m = Model(a.vocab, a.dim, a.layers, a.heads, a.hidden, a.context, a.rank, a.alpha)
+    m = Model(a)
     for b in m.modules():
         if isinstance(b, LoRALinear):
             nn.init.normal_(b.B, std=0.01)  # as after some training: the B path is live
@@ -191,6 +233,7 @@ def main():
         "torch_train_tokens_per_s": bench_train(m, a, a.train_steps),
         "torch_sample_tokens_per_s": bench_sample(m, a, a.sample_reps),
     }
+    out["torch_blas"], out["torch_blas_core"] = loaded_blas()
     print(json.dumps(out))
 
 
