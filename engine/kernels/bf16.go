@@ -141,6 +141,21 @@ type bf16Kernels struct {
 // SgemmBF16RoundA; nil where the CPU has none.
 var bf16Split, bf16Round *bf16Kernels
 
+// splitRow, when set (AVX-512), sets hi[i], lo[i] = splitBF16(x[i]) for
+// every i of x, bit for bit as splitBF16 does.
+var splitRow func(hi, lo []BF16, x []float32)
+
+// splitBF16s is splitRow, or splitBF16 element by element.
+func splitBF16s(hi, lo []BF16, x []float32) {
+	if splitRow != nil {
+		splitRow(hi, lo, x)
+		return
+	}
+	for i, v := range x {
+		hi[i], lo[i] = splitBF16(v)
+	}
+}
+
 // splitBF16 is x as hi + lo: hi rounded to nearest, lo the rest rounded
 // (x − hi is exact in float32).
 func splitBF16(x float32) (hi, lo BF16) {
@@ -243,10 +258,7 @@ func bf16DotGemm(p Par, ks *bf16Kernels, m, n, k int, alpha float32, a []float32
 			RoundBF16(hi, a[i*lda:][:k])
 			continue
 		}
-		lo := ab[(ib*parts*mr+mr+r)*k:][:k]
-		for p, x := range a[i*lda:][:k] {
-			hi[p], lo[p] = splitBF16(x)
-		}
+		splitBF16s(hi, ab[(ib*parts*mr+mr+r)*k:][:k], a[i*lda:][:k])
 	}
 	colTiles := ceilDiv(n, nr)
 	threads := p.workers(colTiles, int64(m)*int64(n)*int64(k), minWorkPerThread)
@@ -305,9 +317,7 @@ func bf16DotRow(p Par, ks *bf16Kernels, n, k int, alpha float32, a []float32, b 
 	hi, lo := ab[:k], []BF16(nil)
 	if ks.split {
 		lo = ab[k : 2*k]
-		for p, x := range a[:k] {
-			hi[p], lo[p] = splitBF16(x)
-		}
+		splitBF16s(hi, lo, a[:k])
 	} else {
 		RoundBF16(hi, a[:k])
 	}
@@ -430,6 +440,10 @@ func packPairsA(dst []BF16, split bool, m, kl, kp int, a []float32, lda int) {
 		h1, l1 := splitBF16(x1)
 		return uint32(h0) | uint32(h1)<<16, uint32(l0) | uint32(l1)<<16
 	}
+	if split {
+		packSplitA(d32, m, kl, kp, a, lda)
+		return
+	}
 	for ib := range ceilDiv(m, mr) {
 		blk := d32[ib*kp*stride : (ib+1)*kp*stride]
 		rows := min(mr, m-ib*mr)
@@ -452,6 +466,35 @@ func packPairsA(dst []BF16, split bool, m, kl, kp int, a []float32, lda int) {
 				if split {
 					out[mr+r] = lo
 				}
+			}
+		}
+	}
+}
+
+// packSplitA is packPairsA with split: each row's kl elements split into
+// hi and lo rows at once (splitBF16s, vectorized where the CPU allows),
+// then their pairs woven into the panel's order, hi dwords then lo dwords
+// per pair.
+func packSplitA(d32 []uint32, m, kl, kp int, a []float32, lda int) {
+	const mr, stride = bgMR, 2 * bgMR
+	var hi, lo [mr][bgKC + 1]BF16 // a pass is at most bgKC long; +1 pads an odd one
+	for ib := range ceilDiv(m, mr) {
+		blk := d32[ib*kp*stride : (ib+1)*kp*stride]
+		rows := min(mr, m-ib*mr)
+		if rows < mr {
+			clear(blk)
+		}
+		var h32, l32 [mr][]uint32
+		for r := range rows {
+			splitBF16s(hi[r][:kl], lo[r][:kl], a[(ib*mr+r)*lda:][:kl])
+			hi[r][kl], lo[r][kl] = 0, 0
+			h32[r] = unsafe.Slice((*uint32)(unsafe.Pointer(&hi[r][0])), kp)
+			l32[r] = unsafe.Slice((*uint32)(unsafe.Pointer(&lo[r][0])), kp)
+		}
+		for q := range kp {
+			out := blk[q*stride : (q+1)*stride]
+			for r := range rows {
+				out[r], out[mr+r] = h32[r][q], l32[r][q]
 			}
 		}
 	}

@@ -27,6 +27,9 @@ func bgemmKernel12x32(kp int, a, b *BF16, c *float32, ldc int, alpha, beta float
 func bgemmKernel12x32Split(kp int, a, b *BF16, c *float32, ldc int, alpha, beta float32)
 
 //go:noescape
+func splitBF16AVX512(hi, lo *BF16, x *float32, n int)
+
+//go:noescape
 func interleaveBF16AVX2(dst *uint32, even, odd *BF16, n int)
 
 // hasAVX512BF16: VDPBF16PS, and AVX512BW for the masked 16-bit loads.
@@ -35,6 +38,16 @@ var hasAVX512BF16 = hasAVX512 && cpu.X86.HasAVX512BF16 && cpu.X86.HasAVX512BW
 func init() {
 	if !hasAVX512BF16 || asmDisabled() || os.Getenv(EnvKernels) == "avx2" {
 		return
+	}
+	splitRow = func(hi, lo []BF16, x []float32) {
+		n := len(x) / 16 * 16
+		if n > 0 {
+			_, _ = hi[n-1], lo[n-1]
+			splitBF16AVX512(&hi[0], &lo[0], &x[0], n)
+		}
+		for i := n; i < len(x); i++ {
+			hi[i], lo[i] = splitBF16(x[i])
+		}
 	}
 	interleaveBF16 = func(dst []uint32, even, odd []BF16) {
 		n := len(dst) / 16 * 16

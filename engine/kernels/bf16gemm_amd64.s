@@ -554,3 +554,65 @@ ileaveloop:
 ileavedone:
 	VZEROUPPER
 	RET
+
+DATA splitconsts<>+0x00(SB)/4, $0x7fffffff // abs mask
+DATA splitconsts<>+0x04(SB)/4, $0x7f800000 // +Inf: above it (abs) is NaN
+DATA splitconsts<>+0x08(SB)/4, $0x00007fff // rounding bias
+DATA splitconsts<>+0x0c(SB)/4, $0x00000001
+DATA splitconsts<>+0x10(SB)/4, $0x00000040 // quiet bit of a bfloat16 NaN
+GLOBL splitconsts<>(SB), RODATA|NOPTR, $20
+
+// func splitBF16AVX512(hi *BF16, lo *BF16, x *float32, n int)
+//
+// hi[i], lo[i] = splitBF16(x[i]) for i < n, n a multiple of 16: hi is x
+// rounded to bfloat16 as ToBF16 rounds it (to nearest, ties to even, a NaN
+// kept quiet with its sign), lo is x − hi rounded the same way. Integer
+// arithmetic on the bits, as ToBF16's: bits + 0x7fff + (bits>>16 & 1),
+// shifted down 16, the NaNs (|bits| > 0x7f800000) replaced by
+// bits>>16 | 0x40; VPMOVDW keeps each dword's low half.
+TEXT ·splitBF16AVX512(SB), NOSPLIT, $0-32
+	MOVQ hi+0(FP), DI
+	MOVQ lo+8(FP), DX
+	MOVQ x+16(FP), SI
+	MOVQ n+24(FP), CX
+	SHRQ $4, CX
+	JZ   splitdone
+	VPBROADCASTD splitconsts<>+0x00(SB), Z20
+	VPBROADCASTD splitconsts<>+0x04(SB), Z21
+	VPBROADCASTD splitconsts<>+0x08(SB), Z22
+	VPBROADCASTD splitconsts<>+0x0c(SB), Z23
+	VPBROADCASTD splitconsts<>+0x10(SB), Z24
+
+splitloop:
+	VMOVDQU32 (SI), Z0
+	// hi: Z1 = rounded bits >> 16, NaNs fixed under K1
+	VPSRLD $16, Z0, Z2
+	VPANDD Z23, Z2, Z3
+	VPADDD Z22, Z0, Z1
+	VPADDD Z3, Z1, Z1
+	VPSRLD $16, Z1, Z1
+	VPANDD Z20, Z0, Z4
+	VPCMPUD $6, Z21, Z4, K1
+	VPORD Z24, Z2, K1, Z1
+	// lo: x − widen(hi), rounded the same way
+	VPSLLD $16, Z1, Z5
+	VSUBPS Z5, Z0, Z6
+	VPSRLD $16, Z6, Z2
+	VPANDD Z23, Z2, Z3
+	VPADDD Z22, Z6, Z7
+	VPADDD Z3, Z7, Z7
+	VPSRLD $16, Z7, Z7
+	VPANDD Z20, Z6, Z4
+	VPCMPUD $6, Z21, Z4, K2
+	VPORD Z24, Z2, K2, Z7
+	VPMOVDW Z1, (DI)
+	VPMOVDW Z7, (DX)
+	ADDQ $64, SI
+	ADDQ $32, DI
+	ADDQ $32, DX
+	DECQ CX
+	JNZ  splitloop
+
+splitdone:
+	VZEROUPPER
+	RET
