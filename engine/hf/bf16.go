@@ -89,7 +89,8 @@ func readBF16Matrices[T engine.Float](m *engine.Model[T], owner map[string]*shar
 // tiedHeadBF16 is tiedHead for a bfloat16 model: an lm_head.weight equal
 // to embed_tokens bit for bit is dropped; a different one is an error
 // unless o.UntieDifferentHead, when m is untied and keeps it (it must be
-// BF16 too).
+// BF16 too). The head is compared (and kept) as a view of its mapped
+// shard where aligned, so no second vocab×dim copy is made.
 func tiedHeadBF16[T engine.Float](s *shard, m *engine.Model[T], info *Info, o Options) error {
 	const name = "lm_head.weight"
 	v, d := m.Config.Vocab, m.Config.Dim
@@ -98,22 +99,43 @@ func tiedHeadBF16[T engine.Float](s *shard, m *engine.Model[T], info *Info, o Op
 		return &WeightError{File: s.path, Tensor: name, Msg: fmt.Sprintf(
 			"dtype %s, shape %v; with the matrices kept in bfloat16 a tied lm_head must be BF16 of shape %v (load without hf.WithBF16Matrices())", ti.DType, ti.Shape, []int{v, d})}
 	}
-	head := make([]kernels.BF16, v*d)
-	if err := safetensors.ReadBF16(s.f, ti, head, nil, true); err != nil {
+	mp, err := safetensors.Map(s.path)
+	if err != nil {
+		return &WeightError{File: s.path, Msg: "cannot map the weight file", Err: err}
+	}
+	head, ok := safetensors.BF16View[kernels.BF16](mp, mp.Header.Tensors[name])
+	if !ok {
+		head = make([]kernels.BF16, v*d)
+		err = safetensors.ReadBF16(s.f, ti, head, nil, false)
+	}
+	if err == nil {
+		err = safetensors.CheckFiniteBF16(head)
+	}
+	if err != nil {
+		mp.Close()
 		return &WeightError{File: s.path, Tensor: name, Msg: "cannot read", Err: err}
 	}
 	for i, x := range head {
 		if e := m.BF16.Embed[i]; x != e {
 			if !o.UntieDifferentHead {
+				mp.Close()
 				return &WeightError{File: s.path, Tensor: name, Msg: fmt.Sprintf(
 					"tie_word_embeddings is true but lm_head.weight differs from model.embed_tokens.weight (element %d: %v vs %v); transformers would ignore it, load with hf.WithUntieDifferentHead() to keep it", i, x.Float32(), e.Float32())}
 			}
 			m.Config.TiedEmbed = false
 			m.BF16.Unembed = head
 			info.Untied = true
+			if ok {
+				info.MappedBytes += int64(2 * len(head))
+				closers := m.BF16.Keep.(*multiCloser)
+				*closers = append(*closers, mp)
+			} else {
+				mp.Close()
+			}
 			return nil
 		}
 	}
+	mp.Close()
 	info.DroppedLMHead = true
 	return nil
 }

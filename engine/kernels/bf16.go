@@ -330,10 +330,13 @@ func bf16DotRow(p Par, ks *bf16Kernels, n, k int, alpha float32, a []float32, b 
 		for jt := item * chunk; jt < min((item+1)*chunk, colTiles); jt++ {
 			j0 := jt * nr
 			if nb := n - j0; nb < nr {
-				edge := make([]BF16, nr*k)
+				ebuf := bf16Pool.Get().(*[]BF16)
+				edge := growBF16(ebuf, nr*k)
+				clear(edge)
 				for j := range nb {
 					copy(edge[j*k:(j+1)*k], b[(j0+j)*ldb:][:k])
 				}
+				defer bf16Pool.Put(ebuf)
 				var tile [nr]float32
 				copy(tile[:nb], c[j0:n])
 				ks.row(k, hi, lo, edge, k, tile[:], alpha, beta)
@@ -423,31 +426,19 @@ func bf16PackedGemm(p Par, ks *bf16Kernels, transB bool, m, n, k int, alpha floa
 // packPairsA packs kl columns of A's m rows (a starts at the pass's first
 // column) for the packed route: row block ib, pair q, row r's pair as the
 // dword d[(ib*kp+q)*parts*bgMR + r] (rounded; with split, the hi parts
-// there and the lo parts bgMR dwords further), zero past kl and m.
+// there and the lo parts bgMR dwords further: packSplitA), zero past kl
+// and m.
 func packPairsA(dst []BF16, split bool, m, kl, kp int, a []float32, lda int) {
 	const mr = bgMR
-	parts := 1
 	if split {
-		parts = 2
-	}
-	stride := parts * mr // dwords per pair
-	d32 := unsafe.Slice((*uint32)(unsafe.Pointer(&dst[0])), ceilDiv(m, mr)*kp*stride)
-	pair := func(x0, x1 float32) (hi, lo uint32) {
-		if !split {
-			return uint32(ToBF16(x0)) | uint32(ToBF16(x1))<<16, 0
-		}
-		h0, l0 := splitBF16(x0)
-		h1, l1 := splitBF16(x1)
-		return uint32(h0) | uint32(h1)<<16, uint32(l0) | uint32(l1)<<16
-	}
-	if split {
-		packSplitA(d32, m, kl, kp, a, lda)
+		packSplitA(unsafe.Slice((*uint32)(unsafe.Pointer(&dst[0])), ceilDiv(m, mr)*kp*2*mr), m, kl, kp, a, lda)
 		return
 	}
+	d32 := unsafe.Slice((*uint32)(unsafe.Pointer(&dst[0])), ceilDiv(m, mr)*kp*mr)
 	for ib := range ceilDiv(m, mr) {
-		blk := d32[ib*kp*stride : (ib+1)*kp*stride]
+		blk := d32[ib*kp*mr : (ib+1)*kp*mr]
 		rows := min(mr, m-ib*mr)
-		if rows < mr || kl%2 != 0 {
+		if rows < mr {
 			clear(blk)
 		}
 		var rs [mr][]float32
@@ -455,17 +446,13 @@ func packPairsA(dst []BF16, split bool, m, kl, kp int, a []float32, lda int) {
 			rs[r] = a[(ib*mr+r)*lda:][:kl]
 		}
 		for q := range kp {
-			out := blk[q*stride:]
-			for r := range rows {
-				x0, x1 := rs[r][2*q], float32(0)
+			out := blk[q*mr : q*mr+rows]
+			for r := range out {
+				x1 := float32(0)
 				if 2*q+1 < kl {
 					x1 = rs[r][2*q+1]
 				}
-				hi, lo := pair(x0, x1)
-				out[r] = hi
-				if split {
-					out[mr+r] = lo
-				}
+				out[r] = uint32(ToBF16(rs[r][2*q])) | uint32(ToBF16(x1))<<16
 			}
 		}
 	}

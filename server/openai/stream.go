@@ -125,7 +125,9 @@ func textDeltas(tok *tokenizer.Tokenizer, skipSpecial bool, toks []int, text str
 			out[i] = text[sent:]
 			break
 		}
-		agree := commonPrefix(decoded.String(), text)
+		// The pieces so far agree with text up to sent: compare the rest
+		// only, so a long completion costs linear time.
+		agree := sent + commonPrefix(decoded.String()[sent:], text[sent:])
 		if agree > sent {
 			out[i] = text[sent:agree]
 			sent = agree
