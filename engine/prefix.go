@@ -40,6 +40,17 @@ func (e exRow) row(j int) int {
 	return e.branch + j - e.plen
 }
 
+// size returns the query-key pairs per head of r's span over inputs (as
+// spanSize counts them): the trunk's plen² and each example's suffix
+// attending to the trunk and to itself.
+func (r run) size(inputs [][]int) int {
+	s := r.plen * r.plen
+	for _, in := range inputs[r.lo:r.hi] {
+		s += (len(in) - r.plen) * len(in)
+	}
+	return s
+}
+
 // singletonRuns gives every input its own run (the unshared layout).
 func singletonRuns(inputs [][]int) []run {
 	runs := make([]run, len(inputs))
@@ -60,15 +71,30 @@ func commonPrefix(a, b []int) int {
 	return n
 }
 
+// batchLimit bounds one micro-batch, and so one run: at most rows packed
+// rows, and, when elems > 0, at most elems cached activation values per
+// layer, a batch of r rows whose spans hold s query-key pairs per head
+// costing r·rowElems + heads·s (see [activationElems]).
+type batchLimit struct{ rows, elems, rowElems, heads int }
+
+// rowsOnly is the limit of at most rows rows.
+func rowsOnly(rows int) batchLimit { return batchLimit{rows: rows} }
+
+// fits reports whether rows packed rows with size query-key pairs per head
+// are within l.
+func (l batchLimit) fits(rows, size int) bool {
+	return rows <= l.rows && (l.elems <= 0 || rows*l.rowElems+l.heads*size <= l.elems)
+}
+
 // planRuns splits inputs into runs of consecutive examples that minimize the
 // total packed rows. A run of two or more examples (at most maxRunExamples)
 // shares the longest prefix common to all its inputs, which must be at least
-// minPrefix tokens, and takes at most maxRows rows; a single example is
-// always a run of its own.
+// minPrefix tokens, and fits lim; a single example is always a run of its
+// own.
 // Ties keep the fewer, earlier-ending runs found first, so the plan depends
 // on the inputs only. Cost: O(len(inputs)·maxRunExamples) steps
 // after one pass over the tokens.
-func planRuns(inputs [][]int, minPrefix, maxRows int) []run {
+func planRuns(inputs [][]int, minPrefix int, lim batchLimit) []run {
 	n := len(inputs)
 	if n < 2 || minPrefix < 1 {
 		return singletonRuns(inputs)
@@ -82,16 +108,20 @@ func planRuns(inputs [][]int, minPrefix, maxRows int) []run {
 	for j := 1; j <= n; j++ {
 		last := len(inputs[j-1])
 		best[j], from[j] = best[j-1]+last, run{lo: j - 1, hi: j, plen: last, rows: last}
-		sum, p := last, math.MaxInt
+		sum, sumSq, p := last, last*last, math.MaxInt
 		for i := j - 2; i >= 0 && j-i <= maxRunExamples; i-- {
 			p = min(p, lcp[i])
 			if p < minPrefix {
 				break
 			}
-			sum += len(inputs[i])
+			li := len(inputs[i])
+			sum, sumSq = sum+li, sumSq+li*li
 			rows := sum - (j-i-1)*p // the prefix once, every suffix
-			if rows > maxRows {
-				break // rows only grow as the run extends backwards
+			// spanSize: the trunk's p² pairs, and each example's suffix
+			// (len−p rows) attending to the trunk and itself (len keys).
+			size := p*p + sumSq - p*sum
+			if !lim.fits(rows, size) {
+				break // rows and size only grow as the run extends backwards
 			}
 			if c := best[i] + rows; c < best[j] {
 				best[j], from[j] = c, run{lo: i, hi: j, plen: p, rows: rows}

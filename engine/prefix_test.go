@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"reflect"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -216,11 +217,7 @@ func checkShared[T Float](t *testing.T, full bool, o TrainerOptions, seed uint64
 		inputs[i] = data[i].Input
 		total += len(data[i].Input)
 	}
-	maxTok := o.MaxBatchTokens
-	if maxTok == 0 {
-		maxTok = 4096
-	}
-	runs := sh.plan(inputs, maxTok)
+	runs := sh.plan(inputs)
 	rows, shared := 0, 0
 	for _, r := range runs {
 		rows += r.rows
@@ -252,7 +249,7 @@ func TestPrefixSharingGradients(t *testing.T) {
 		data = append(data, Example{Input: in, Targets: randomTokens(rng, len(in), tinyConfig().Vocab)})
 	}
 	data = append(data, randomExamples(rng, 2, 6, tinyConfig().Vocab)...)
-	require.Len(t, tr.plan([][]int{data[0].Input, data[1].Input, data[2].Input, data[3].Input}, 4096), 1)
+	require.Len(t, tr.plan([][]int{data[0].Input, data[1].Input, data[2].Input, data[3].Input}), 1)
 	worst := gradCheck(t, tr, withLossInputs(t, tr, data, CrossEntropy), LossSpec{Name: CrossEntropy}, 6)
 	for name, e := range worst {
 		assert.Less(t, e, gradTol, name)
@@ -311,7 +308,7 @@ func TestMinSharedPrefixValidated(t *testing.T) {
 
 // bruteForceRows is the fewest packed rows over every split of inputs into
 // consecutive runs under planRuns's rules, by enumeration.
-func bruteForceRows(inputs [][]int, minPrefix, maxRows int) int {
+func bruteForceRows(inputs [][]int, minPrefix int, lim batchLimit) int {
 	n := len(inputs)
 	best := math.MaxInt
 	for mask := 0; mask < 1<<(n-1); mask++ { // bit k set: a run ends after k
@@ -326,8 +323,18 @@ func bruteForceRows(inputs [][]int, minPrefix, maxRows int) int {
 				sum += len(inputs[e])
 				p = min(p, commonPrefix(inputs[lo], inputs[e]))
 			}
-			rows := sum - (hi-lo-1)*p
-			if hi-lo > 1 && (p < minPrefix || rows > maxRows) {
+			rows, size := sum-(hi-lo-1)*p, 0
+			if hi-lo > 1 {
+				// The span's query-key pairs as attention lays them out.
+				brs := make([]branch, 0, hi-lo)
+				for e := lo; e < hi; e++ {
+					if n := len(inputs[e]) - p; n > 0 {
+						brs = append(brs, branch{n: n})
+					}
+				}
+				size = spanSize(p, brs)
+			}
+			if hi-lo > 1 && (p < minPrefix || !lim.fits(rows, size)) {
 				ok = false
 			}
 			total += rows
@@ -358,8 +365,13 @@ func TestPlanRunsOptimalAndValid(t *testing.T) {
 				inputs[i] = []int{1}
 			}
 		}
-		minPrefix, maxRows := 1+rng.IntN(4), 4+rng.IntN(30)
-		runs := planRuns(inputs, minPrefix, maxRows)
+		minPrefix := 1 + rng.IntN(4)
+		lim := rowsOnly(4 + rng.IntN(30))
+		if trial%2 == 1 { // and a bound on activations, attention included
+			lim.rowElems, lim.heads = 1+rng.IntN(3), 1+rng.IntN(2)
+			lim.elems = lim.rowElems*(2+rng.IntN(20)) + lim.heads*rng.IntN(200)
+		}
+		runs := planRuns(inputs, minPrefix, lim)
 		total, next := 0, 0
 		for _, r := range runs {
 			require.Equal(t, next, r.lo, "trial %d: runs are consecutive: %+v", trial, runs)
@@ -372,13 +384,16 @@ func TestPlanRunsOptimalAndValid(t *testing.T) {
 			require.Equal(t, rows+r.plen, r.rows, "trial %d: run %+v", trial, r)
 			if r.hi-r.lo > 1 {
 				require.GreaterOrEqual(t, r.plen, minPrefix)
-				require.LessOrEqual(t, r.rows, maxRows)
+				require.LessOrEqual(t, r.rows, lim.rows)
+				if lim.elems > 0 {
+					require.LessOrEqual(t, r.rows*lim.rowElems+lim.heads*r.size(inputs), lim.elems, "trial %d: run %+v within %+v", trial, r, lim)
+				}
 			}
 			total += r.rows
 			next = r.hi
 		}
 		require.Equal(t, n, next)
-		require.Equal(t, bruteForceRows(inputs, minPrefix, maxRows), total, "trial %d: %v min %d max %d → %+v", trial, inputs, minPrefix, maxRows, runs)
+		require.Equal(t, bruteForceRows(inputs, minPrefix, lim), total, "trial %d: %v min %d limit %+v → %+v", trial, inputs, minPrefix, lim, runs)
 	}
 }
 
@@ -391,7 +406,7 @@ func TestPlanRunsFindsGroups(t *testing.T) {
 		inputs[i] = data[i].Input
 		total += len(data[i].Input)
 	}
-	runs := planRuns(inputs, DefaultMinSharedPrefix, 4096)
+	runs := planRuns(inputs, DefaultMinSharedPrefix, rowsOnly(4096))
 	// Different prompts begin alike ("What is "), 9 tokens ≥ the minimum:
 	// the plan still keeps each group's own, longer prompt.
 	require.Len(t, runs, 16)
@@ -403,14 +418,14 @@ func TestPlanRunsFindsGroups(t *testing.T) {
 	}
 	t.Logf("%d tokens → %d rows", total, rows)
 	assert.Len(t, singletonRuns(inputs), len(inputs))
-	assert.Len(t, planRuns(inputs, 0, 4096), len(inputs), "minPrefix 0: no sharing")
-	assert.Len(t, planRuns(inputs[:1], 1, 4096), 1)
+	assert.Len(t, planRuns(inputs, 0, rowsOnly(4096)), len(inputs), "minPrefix 0: no sharing")
+	assert.Len(t, planRuns(inputs[:1], 1, rowsOnly(4096)), 1)
 	// One prompt, more completions than a run holds: split into full runs.
 	big := make([][]int, 2*maxRunExamples+6)
 	for i := range big {
 		big[i] = append(append([]int{}, inputs[0][:17]...), i%10, 1)
 	}
-	runs = planRuns(big, DefaultMinSharedPrefix, 4096)
+	runs = planRuns(big, DefaultMinSharedPrefix, rowsOnly(4096))
 	require.Len(t, runs, 3)
 	for _, r := range runs {
 		assert.LessOrEqual(t, r.hi-r.lo, maxRunExamples)
@@ -460,7 +475,7 @@ func TestPrefixSharingRandomBatches(t *testing.T) {
 		full := trial%4 == 3
 		plain, sh := trainerPair[float64](t, cfg, full, o)
 		data := randomGroupBatch(rng, cfg.Vocab, cfg.Context)
-		for _, r := range sh.plan(inputsOf(data), 4096) {
+		for _, r := range sh.plan(inputsOf(data)) {
 			if r.hi-r.lo > 1 {
 				sharedRuns++
 			}
@@ -488,7 +503,7 @@ func TestPrefixSharingLeavesUnsharedBatchesAlone(t *testing.T) {
 	t.Parallel()
 	plain, sh := trainerPair[float32](t, prefixConfig(), false, TrainerOptions{Threads: 2})
 	data := randomExamples(rand.New(rand.NewPCG(6, 6)), 12, 20, prefixConfig().Vocab)
-	require.Len(t, sh.plan(inputsOf(data), 4096), len(data), "random inputs share no 8-token prefix")
+	require.Len(t, sh.plan(inputsOf(data)), len(data), "random inputs share no 8-token prefix")
 	want, err := plain.ForwardBackward(context.Background(), data, LossSpec{Name: CrossEntropy})
 	require.NoError(t, err)
 	got, err := sh.ForwardBackward(context.Background(), data, LossSpec{Name: CrossEntropy})
@@ -499,4 +514,79 @@ func TestPrefixSharingLeavesUnsharedBatchesAlone(t *testing.T) {
 			require.Equal(t, math.Float32bits(plain.ps[k].g[i]), math.Float32bits(sh.ps[k].g[i]), "%s[%d]", plain.ps[k].name, i)
 		}
 	}
+}
+
+// cachedElems returns the values layer 0 of a caches per row-sized buffer
+// and in its attention probabilities, from the buffers' capacities.
+func cachedElems[T Float](a *acts[T]) (rows, probs int) {
+	v := reflect.ValueOf(&a.layers[0]).Elem()
+	for i := range v.NumField() {
+		f := v.Field(i)
+		switch {
+		case v.Type().Field(i).Name == "probs":
+			probs = f.Cap()
+		case f.Kind() == reflect.Slice:
+			rows += f.Cap()
+		case f.Kind() == reflect.Array:
+			for j := range f.Len() {
+				rows += f.Index(j).Cap()
+			}
+		}
+	}
+	return rows, probs
+}
+
+// TestActivationBudget checks activationElems against what a pass caches
+// (so the budget counts every buffer), and that a call split by
+// MaxActivationBytes gives the unsplit call's log-probs and gradients.
+func TestActivationBudget(t *testing.T) {
+	t.Parallel()
+	cfg := Config{Vocab: 13, Dim: 8, Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 6, Hidden: 12, Context: 40, QKNorm: true}
+	for _, lora := range []LoraConfig{DefaultLoraConfig(), {Rank: 3, TrainAttn: true}} {
+		base, err := NewModel[float64](cfg, 3)
+		require.NoError(t, err)
+		tr, err := NewTrainer(base, lora, TrainerOptions{})
+		require.NoError(t, err)
+		ex := randomExamples(rand.New(rand.NewPCG(2, 2)), 1, 17, cfg.Vocab)
+		_, err = tr.ForwardBackward(context.Background(), ex, LossSpec{Name: CrossEntropy})
+		require.NoError(t, err)
+		n := len(ex[0].Input)
+		rows, probs := cachedElems(&tr.a)
+		lim := tr.limit()
+		assert.Equal(t, n*lim.rowElems, rows, "rank %d: a row's cached values per layer", lora.Rank)
+		assert.Equal(t, cfg.Heads*n*n, probs, "attention probabilities: heads × query-key pairs")
+	}
+
+	plain, sh := trainerPair[float64](t, prefixConfig(), false, TrainerOptions{Threads: 2})
+	lim := plain.limit()
+	// Room for about 20 rows of 16 keys each: the batch (≈ 60 rows packed)
+	// takes several micro-batches and its shared runs are cut shorter.
+	perLayer := 20 * (lim.rowElems + lim.heads*16)
+	sh.opts.MaxActivationBytes = int64(perLayer * (prefixConfig().Layers + 1) * 8)
+	data := sharedBatch(rand.New(rand.NewPCG(7, 9)), prefixConfig().Vocab)
+	inputs := inputsOf(data)
+	whole := 0
+	for _, r := range plain.plan(inputs) {
+		whole += r.rows*lim.rowElems + lim.heads*r.size(inputs)
+	}
+	require.Greater(t, whole, 2*perLayer, "the batch needs splitting")
+	sharedRuns := 0
+	for _, r := range sh.plan(inputs) {
+		if r.hi-r.lo > 1 {
+			sharedRuns++
+			assert.LessOrEqual(t, r.rows*lim.rowElems+lim.heads*r.size(inputs), perLayer, "run %+v", r)
+		}
+	}
+	require.Positive(t, sharedRuns, "prefixes are still shared within the budget")
+	d := withLossInputs(t, plain, data, ImportanceSampling)
+	worst := compareShared(t, plain, sh, d, LossSpec{Name: ImportanceSampling}, 1e-9)
+	rows, probs := cachedElems(&sh.a)
+	assert.LessOrEqual(t, rows, 20*lim.rowElems+lim.rowElems*6, "micro-batches of about 20 rows")
+	assert.LessOrEqual(t, probs, perLayer)
+	t.Logf("budget %d values per layer (whole batch %d); largest micro-batch cached %d row values, %d probabilities; max relative error %.1e",
+		perLayer, whole, rows, probs, worst)
+
+	_, err := NewTrainer(plain.base, DefaultLoraConfig(), TrainerOptions{MaxActivationBytes: -1})
+	require.ErrorIs(t, err, ErrConfig)
+	assert.ErrorContains(t, err, "MaxActivationBytes -1")
 }

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"math"
 )
 
 // TrainerOptions configure a [Trainer].
@@ -16,9 +17,17 @@ type TrainerOptions struct {
 	// BaseName is written as base_model_name_or_path in saved adapters.
 	BaseName string
 	// MaxBatchTokens bounds the tokens of one packed micro-batch (0 means
-	// 4096); larger calls are split, which bounds activation memory. With
-	// prefix sharing a shared prefix counts once.
+	// 4096); larger calls are split. With prefix sharing a shared prefix
+	// counts once.
 	MaxBatchTokens int
+	// MaxActivationBytes bounds the activations one micro-batch caches for
+	// the backward pass (0 means DefaultMaxActivationBytes; negative is an
+	// error): about (Layers+1)·(rows·(4·Dim + 2·QDim + 2·KVDim + 4·Hidden
+	// + ranks) + Heads·(query-key pairs)) values, see [activationElems]. It
+	// bounds a call's memory for a large model, where 4,096 rows would
+	// need many GiB. A single example, or a run sharing a prefix of two,
+	// longer than the bound is still computed in one micro-batch.
+	MaxActivationBytes int64
 	// NoPrefixSharing turns shared-prefix packing off: every example is
 	// computed in full. With sharing on (the default), runs of consecutive
 	// examples whose inputs share a prefix of at least MinSharedPrefix
@@ -69,6 +78,9 @@ type Trainer[T Float] struct {
 func NewTrainer[T Float](base *Model[T], lora LoraConfig, opts TrainerOptions) (*Trainer[T], error) {
 	if err := base.Config.Validate(); err != nil {
 		return nil, err
+	}
+	if opts.MaxActivationBytes < 0 {
+		return nil, fmt.Errorf("%w: MaxActivationBytes %d must be ≥ 0 (0 means %d)", ErrConfig, opts.MaxActivationBytes, int64(DefaultMaxActivationBytes))
 	}
 	if opts.MinSharedPrefix < 0 {
 		return nil, fmt.Errorf("%w: MinSharedPrefix %d must be ≥ 0 (0 means %d)", ErrConfig, opts.MinSharedPrefix, DefaultMinSharedPrefix)
@@ -188,24 +200,25 @@ func (t *Trainer[T]) run(ctx context.Context, data []Example, loss LossSpec, gra
 	out := Output{Logprobs: make([][]float64, len(data)), Metrics: map[string]float64{}}
 	var lossSum float64
 	tokens := 0
-	maxTok := t.opts.MaxBatchTokens
-	if maxTok <= 0 {
-		maxTok = 4096
-	}
 	inputs := make([][]int, len(data))
 	for i := range data {
 		inputs[i] = data[i].Input
 		tokens += len(data[i].Input)
 	}
-	runs := t.plan(inputs, maxTok)
+	lim := t.limit()
+	runs := t.plan(inputs)
 	var terms []term
 	for rlo := 0; rlo < len(runs); {
 		if err := ctx.Err(); err != nil {
 			return Output{}, fmt.Errorf("engine: forward stopped after %d of %d examples: %w", runs[rlo].lo, len(data), err)
 		}
-		rhi, n := rlo, 0
-		for rhi < len(runs) && (rhi == rlo || n+runs[rhi].rows <= maxTok) {
-			n += runs[rhi].rows
+		rhi, n, size := rlo, 0, 0
+		for rhi < len(runs) {
+			rs := runs[rhi].size(inputs)
+			if rhi > rlo && !lim.fits(n+runs[rhi].rows, size+rs) {
+				break
+			}
+			n, size = n+runs[rhi].rows, size+rs
 			rhi++
 		}
 		lo, hi := runs[rlo].lo, runs[rhi-1].hi
@@ -249,9 +262,58 @@ func (t *Trainer[T]) run(ctx context.Context, data []Example, loss LossSpec, gra
 	return out, nil
 }
 
+// DefaultMaxActivationBytes is the activation memory of one micro-batch when
+// TrainerOptions.MaxActivationBytes is zero: 1.5 GiB, about 1,700 rows of
+// 256-token sequences for Qwen3-0.6B's shape with rank-16 LoRA on every
+// projection (≈ 25 k values per row per layer; 600 rows before values
+// recomputed in the backward pass were dropped) and far more than 4,096 rows
+// for the default config.
+const DefaultMaxActivationBytes = 1536 << 20
+
+// activationElems returns the values one packed row caches per layer for
+// the backward pass (layerActs without the attention probabilities, which
+// cost Heads values per query-key pair), for an adapter whose projections'
+// ranks in one block sum to ranks.
+func activationElems(c Config, ranks int) int {
+	e := 4*c.Dim + 2*c.QDim() + 2*c.KVDim() + 4*c.Hidden + 2 + ranks
+	if c.QKNorm {
+		e += c.QDim() + c.KVDim() + c.Heads + c.KVHeads
+	}
+	return e
+}
+
+// limit is the bound on one micro-batch: TrainerOptions.MaxBatchTokens rows
+// and MaxActivationBytes of activations, spread over the layers and one more
+// layer's worth for the backward pass's scratch and the final norm.
+func (t *Trainer[T]) limit() batchLimit {
+	rows := t.opts.MaxBatchTokens
+	if rows <= 0 {
+		rows = 4096
+	}
+	budget := t.opts.MaxActivationBytes
+	if budget == 0 {
+		budget = DefaultMaxActivationBytes
+	}
+	ranks := 0
+	if t.ad != nil && len(t.ad.Blocks) > 0 {
+		b := &t.ad.Blocks[0]
+		for _, p := range []*LoraPair[T]{b.Q, b.K, b.V, b.O, b.Gate, b.Up, b.Down} {
+			if p != nil {
+				ranks += p.Rank
+			}
+		}
+	}
+	per := int64(sizeOf[T]()) * int64(t.cfg.Layers+1)
+	elems := budget / per
+	if elems > math.MaxInt32 {
+		elems = math.MaxInt32
+	}
+	return batchLimit{rows: rows, elems: max(1, int(elems)), rowElems: activationElems(t.cfg, ranks), heads: t.cfg.Heads}
+}
+
 // plan splits inputs into the runs one call packs: shared-prefix runs (see
 // planRuns) unless TrainerOptions.NoPrefixSharing is set.
-func (t *Trainer[T]) plan(inputs [][]int, maxTok int) []run {
+func (t *Trainer[T]) plan(inputs [][]int) []run {
 	if t.opts.NoPrefixSharing {
 		return singletonRuns(inputs)
 	}
@@ -259,7 +321,7 @@ func (t *Trainer[T]) plan(inputs [][]int, maxTok int) []run {
 	if minPrefix == 0 {
 		minPrefix = DefaultMinSharedPrefix
 	}
-	return planRuns(inputs, minPrefix, maxTok)
+	return planRuns(inputs, minPrefix, t.limit())
 }
 
 // OptimStep applies one AdamW step with the accumulated gradients, clears
