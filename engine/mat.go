@@ -1,8 +1,6 @@
 package engine
 
 import (
-	"sync"
-
 	"github.com/tandemrl/tandem/engine/kernels"
 )
 
@@ -29,14 +27,10 @@ func (p par) forEach(n, minChunk int, fn func(lo, hi int)) {
 		fn(0, n)
 		return
 	}
-	var wg sync.WaitGroup
 	chunk := (n + t - 1) / t
-	for lo := chunk; lo < n; lo += chunk {
-		hi := min(lo+chunk, n)
-		wg.Go(func() { fn(lo, hi) })
-	}
-	fn(0, min(chunk, n))
-	wg.Wait()
+	kernels.Par{Threads: t}.Do((n+chunk-1)/chunk, func(i, _ int) {
+		fn(i*chunk, min((i+1)*chunk, n))
+	})
 }
 
 // gemm computes C = alpha·op(A)·op(B) + beta·C with row-major matrices, where

@@ -322,7 +322,9 @@ func bf16DotRow(p Par, ks *bf16Kernels, n, k int, alpha float32, a []float32, b 
 		RoundBF16(hi, a[:k])
 	}
 	colTiles := ceilDiv(n, nr)
-	threads := p.workers(colTiles, int64(n)*int64(k), minWorkPerThread)
+	// Streaming the weights is the cost, not arithmetic: a thread is worth
+	// its start-up for 256 KiB of them.
+	threads := p.workers(colTiles, int64(n)*int64(k), minStreamPerThread)
 	const chunk = 16
 	items := ceilDiv(colTiles, chunk)
 	threads = min(threads, items)

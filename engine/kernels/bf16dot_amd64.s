@@ -592,6 +592,7 @@ TEXT ·bdotKernel1x8Split(SB), NOSPLIT, $0-56
 	LEAQ (R12)(R9*1), R13
 	LEAQ (R13)(R9*1), BX
 	SHLQ $2, R9
+	LEAQ (R9)(R9*2), R10
 	VPXORD Z16, Z16, Z16
 	VPXORD Z17, Z17, Z17
 	VPXORD Z18, Z18, Z18
@@ -604,6 +605,16 @@ TEXT ·bdotKernel1x8Split(SB), NOSPLIT, $0-56
 bd1sloop:
 	CMPQ CX, $32
 	JL bd1stail
+	// The next 8 rows' lines at this depth: each row is a short stream
+	// the hardware prefetchers do not follow.
+	PREFETCHT1 (DI)(R9*2)
+	PREFETCHT1 (R12)(R9*2)
+	PREFETCHT1 (R13)(R9*2)
+	PREFETCHT1 (BX)(R9*2)
+	PREFETCHT1 (DI)(R10*1)
+	PREFETCHT1 (R12)(R10*1)
+	PREFETCHT1 (R13)(R10*1)
+	PREFETCHT1 (BX)(R10*1)
 	VMOVDQU16 (SI), Z0
 	VMOVDQU16 (R8), Z5
 	VMOVDQU16 (DI), Z1

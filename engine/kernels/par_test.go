@@ -2,6 +2,8 @@ package kernels
 
 import (
 	"fmt"
+	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -182,4 +184,56 @@ func TestGemmUsesThreads(t *testing.T) {
 	assert.Equal(t, int32(1), run(256, 256, 64, 1, 0), "Threads 1")
 	assert.Equal(t, int32(1), run(16, 16, 16, 4, 0), "a small product stays on the caller")
 	assert.Equal(t, int32(3), run(256, 256, 64, 3, 3), "a 4M multiply-add product on 3 threads")
+}
+
+// goroutineID is the running goroutine's number, from its stack's header.
+func goroutineID() string {
+	buf := make([]byte, 64)
+	buf = buf[:runtime.Stack(buf, false)]
+	return strings.Fields(string(buf))[1]
+}
+
+// TestParallelForReusesHelpers: a call's helper waits for the next call and
+// runs its share there, and helpers end once no call comes (TestMain checks
+// that none is left). The test's own set of helpers spins long enough that
+// its helper cannot give up between the two calls, whatever the machine's
+// load; a last call with the spin short again lets it end.
+func TestParallelForReusesHelpers(t *testing.T) {
+	t.Parallel()
+	l := &helpers{spin: time.Hour}
+	ids := make([]string, 2)
+	call := func() {
+		// Worker 1 is a helper: the caller's item waits for it, so that it
+		// really takes one.
+		ready := make(chan struct{})
+		var once sync.Once
+		l.parallelFor(2, 2, func(_, worker int) {
+			if worker == 0 {
+				<-ready
+				return
+			}
+			ids[1] = goroutineID()
+			once.Do(func() { close(ready) })
+		})
+		ids[0] = goroutineID()
+	}
+	call()
+	first := ids[1]
+	require.NotEqual(t, ids[0], first, "worker 1 is another goroutine")
+	// Its helper is (or is about to be) waiting: the next call finds it.
+	for {
+		l.mu.Lock()
+		n := len(l.hs)
+		l.mu.Unlock()
+		if n == 1 {
+			break
+		}
+		runtime.Gosched()
+	}
+	call()
+	assert.Equal(t, first, ids[1], "the second call's worker 1 is the first call's helper")
+	l.mu.Lock()
+	l.spin = helperSpin
+	l.mu.Unlock()
+	call() // the helper's last share: it ends helperSpin later
 }
