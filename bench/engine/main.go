@@ -39,11 +39,13 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"time"
@@ -62,7 +64,17 @@ type shapes struct {
 	NewTokens  int `json:"new_tokens"`
 	SampleReps int `json:"sample_reps"`
 	Rank       int `json:"rank"`
+	// Latency adds sampling with n = 1 (the latency case) beside n.
+	Latency bool `json:"latency"`
 	engine.Config
+}
+
+// lora is the adapter every measurement trains: the default one at rank
+// s.Rank.
+func (s shapes) lora() engine.LoraConfig {
+	l := engine.DefaultLoraConfig()
+	l.Rank = s.Rank
+	return l
 }
 
 func main() {
@@ -82,17 +94,33 @@ func main() {
 	concurrent := flag.Int("concurrent", 64, "also compare this many concurrent single-sample calls with one call of n = this many and with the serialized sampler (0: skip)")
 	concRounds := flag.Int("concurrent-rounds", 3, "rounds of the batched forms of -concurrent (each keeps its best)")
 	doTrain := flag.Bool("train", true, "measure training (false: sampling only; -sample-adapter then uses a fresh adapter)")
+	rank := flag.Int("rank", 0, "LoRA rank on every projection (0: 8 for -shape tandem, 16 for qwen3-0.6b)")
+	flag.BoolVar(&s.Latency, "latency", false, "also sample one completion at a time (the latency case; default on for qwen3-0.6b)")
+	grpo := flag.Bool("grpo", false, "first run one GRPO step (sample n completions of a prompt, then forward-backward with the importance-sampling loss and an Adam step on the n sequences of prompt + completion) and report the process's peak resident memory after it (default on for qwen3-0.6b)")
+	grpoPrompt := flag.Int("grpo-prompt", 128, "prompt tokens of the -grpo step (each sequence is this plus -grpo-new)")
+	grpoNew := flag.Int("grpo-new", 128, "tokens sampled per completion in the -grpo step")
 	weights := flag.String("weights", "f32", "the base's matrices: f32, or bf16 (kept in bfloat16 as a BF16 checkpoint loads, computed by kernels.SgemmBF16)")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	flag.Parse()
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			fail(err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fail(err)
+		}
+		defer pprof.StopCPUProfile()
+	}
+	set := map[string]bool{}
+	flag.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	switch *shape {
 	case "tandem":
 		s.Config = engine.DefaultConfig()
 	case "qwen3-0.6b":
 		s.Config = qwen3Config()
-		set := map[string]bool{}
-		flag.Visit(func(f *flag.Flag) { set[f.Name] = true })
 		for name, v := range map[string]*int{"train-batch": &s.TrainBatch, "train-seq": &s.TrainSeq, "train-steps": &s.TrainSteps,
-			"n": &s.N, "new-tokens": &s.NewTokens, "sample-reps": &s.SampleReps} {
+			"prompt-len": &s.PromptLen, "n": &s.N, "new-tokens": &s.NewTokens, "sample-reps": &s.SampleReps} {
 			if !set[name] {
 				*v = qwen3Defaults[name]
 			}
@@ -101,6 +129,21 @@ func main() {
 		fail(fmt.Errorf("-shape %q: want tandem or qwen3-0.6b", *shape))
 	}
 	s.Rank = engine.DefaultLoraConfig().Rank
+	if *shape == "qwen3-0.6b" {
+		s.Rank = 16
+		if !set["latency"] {
+			s.Latency = true
+		}
+		if !set["grpo"] {
+			*grpo = true
+		}
+	}
+	if set["rank"] {
+		s.Rank = *rank
+	}
+	if s.Rank < 1 {
+		fail(fmt.Errorf("-rank %d: want ≥ 1", s.Rank))
+	}
 
 	res := map[string]any{"shape": *shape, "shapes": s, "params": s.Config.Params(), "kernels": kernels.Implementation(), "goarch": runtime.GOARCH,
 		"weights": *weights}
@@ -120,6 +163,21 @@ func main() {
 		fail(err)
 	}
 	res["init_s"] = time.Since(t0).Seconds()
+	if *grpo {
+		g, err := grpoStep(s, base, *grpoPrompt, *grpoNew)
+		if err != nil {
+			fail(fmt.Errorf("grpo step: %w", err))
+		}
+		// The bound the issue sets: 1.3 × the base's bytes in bfloat16
+		// (every parameter in 2 bytes) + 2 GB.
+		bf16Bytes := 2 * float64(s.Config.Params())
+		peak := float64(peakRSS()) * 1024
+		g["vmhwm_kib"], g["bf16_weight_bytes"], g["bound_bytes"] = peak/1024, bf16Bytes, 1.3*bf16Bytes+2e9
+		g["peak_over_bound"] = peak / (1.3*bf16Bytes + 2e9)
+		res["grpo"] = g
+		fmt.Fprintf(os.Stderr, "grpo step (%d × (%d + %d) tokens, rank %d): %.1f s (sample %.1f, train %.1f); peak RSS %.2f GB, bound 1.3 × %.2f GB + 2 GB = %.2f GB (%.2f of it)\n",
+			s.N, *grpoPrompt, *grpoNew, s.Rank, g["step_s"], g["sample_s"], g["train_s"], peak/1e9, bf16Bytes/1e9, g["bound_bytes"]/1e9, g["peak_over_bound"])
+	}
 	var (
 		train float64
 		ad    *engine.Adapter[float32]
@@ -133,16 +191,23 @@ func main() {
 			ad = tr.Adapter()
 		}
 	} else if *sampleAdapter {
-		if ad, err = engine.NewAdapter[float32](s.Config, engine.DefaultLoraConfig()); err != nil {
+		if ad, err = engine.NewAdapter[float32](s.Config, s.lora()); err != nil {
 			fail(err)
 		}
 	}
 	res["sample_adapter"] = *sampleAdapter
-	sample, err := goSample(s, base, ad)
+	sample, err := goSample(s, base, ad, s.N)
 	if err != nil {
 		fail(err)
 	}
 	res["train_tokens_per_s"], res["sample_tokens_per_s"] = train, sample
+	sample1 := 0.0
+	if s.Latency {
+		if sample1, err = goSample(s, base, ad, 1); err != nil {
+			fail(err)
+		}
+		res["sample1_tokens_per_s"] = sample1
+	}
 	if *concurrent > 0 {
 		c, err := goConcurrency(s, base, ad, *concurrent, max(1, *concRounds))
 		if err != nil {
@@ -151,7 +216,7 @@ func main() {
 		res["concurrency"] = c
 	}
 	res["vmhwm_kib"] = peakRSS()
-	fmt.Fprintf(os.Stderr, "go:    train %8.1f tokens/s   sample %8.1f tokens/s   peak RSS %.2f GiB\n", train, sample, float64(peakRSS())/(1<<20))
+	fmt.Fprintf(os.Stderr, "go:    train %8.1f tokens/s   sample %8.1f tokens/s (n = %d)   n = 1 %8.1f tokens/s   peak RSS %.2f GiB\n", train, sample, s.N, sample1, float64(peakRSS())/(1<<20))
 	if *torch {
 		tr, err := runTorch(s)
 		if err != nil {
@@ -163,6 +228,7 @@ func main() {
 			}
 			tt, _ := tr["torch_train_tokens_per_s"].(float64)
 			ts, _ := tr["torch_sample_tokens_per_s"].(float64)
+			ts1, _ := tr["torch_sample1_tokens_per_s"].(float64)
 			blas, _ := tr["torch_blas"].(string)
 			core, _ := tr["torch_blas_core"].(string)
 			fmt.Fprintf(os.Stderr, "torch %v: BLAS %s (OpenBLAS core %q)\n", tr["torch_version"], blas, core)
@@ -174,8 +240,12 @@ func main() {
 			} else if tt > 0 && ts > 0 {
 				res["train_ratio_go_over_torch"] = train / tt
 				res["sample_ratio_go_over_torch"] = sample / ts
-				fmt.Fprintf(os.Stderr, "torch: train %8.0f tokens/s   sample %8.0f tokens/s\n", tt, ts)
+				fmt.Fprintf(os.Stderr, "torch: train %8.1f tokens/s   sample %8.1f tokens/s   n = 1 %8.1f tokens/s\n", tt, ts, ts1)
 				fmt.Fprintf(os.Stderr, "go/torch: train %.2fx  sample %.2fx\n", train/tt, sample/ts)
+				if ts1 > 0 && sample1 > 0 {
+					res["sample1_ratio_go_over_torch"] = sample1 / ts1
+					fmt.Fprintf(os.Stderr, "go/torch: sample n = 1 %.2fx\n", sample1/ts1)
+				}
 			}
 		}
 	}
@@ -198,7 +268,9 @@ func qwen3Config() engine.Config {
 }
 
 // qwen3Defaults are the qwen3-0.6b shape's defaults for flags not given.
-var qwen3Defaults = map[string]int{"train-batch": 2, "train-seq": 64, "train-steps": 2, "n": 4, "new-tokens": 16, "sample-reps": 2}
+// They are the issue's figures: training 8 × 256 tokens, sampling 8
+// completions of 128 tokens after a shared 256-token prompt.
+var qwen3Defaults = map[string]int{"train-batch": 8, "train-seq": 256, "train-steps": 1, "prompt-len": 256, "n": 8, "new-tokens": 128, "sample-reps": 1}
 
 // peakRSS returns VmHWM from /proc/self/status in KiB (0 if unavailable).
 func peakRSS() int {
@@ -219,7 +291,7 @@ func peakRSS() int {
 }
 
 func goTrain(s shapes, base *engine.Model[float32]) (float64, *engine.Trainer[float32], error) {
-	tr, err := engine.NewTrainer(base, engine.DefaultLoraConfig(), engine.TrainerOptions{Threads: s.Threads})
+	tr, err := engine.NewTrainer(base, s.lora(), engine.TrainerOptions{Threads: s.Threads})
 	if err != nil {
 		return 0, nil, err
 	}
@@ -251,7 +323,7 @@ func goTrain(s shapes, base *engine.Model[float32]) (float64, *engine.Trainer[fl
 	return float64(s.TrainSteps*s.TrainBatch*s.TrainSeq) / time.Since(t0).Seconds(), tr, nil
 }
 
-func goSample(s shapes, base *engine.Model[float32], ad *engine.Adapter[float32]) (float64, error) {
+func goSample(s shapes, base *engine.Model[float32], ad *engine.Adapter[float32], n int) (float64, error) {
 	smp, err := engine.NewSampler(base, engine.SamplerOptions{Threads: s.Threads})
 	if err != nil {
 		return 0, err
@@ -266,7 +338,7 @@ func goSample(s shapes, base *engine.Model[float32], ad *engine.Adapter[float32]
 	}
 	p := engine.SamplingParams{MaxTokens: s.NewTokens, Temperature: 1, Seed: 1}
 	once := func() (int, error) {
-		seqs, _, err := smp.Sample(context.Background(), prompt, s.N, p)
+		seqs, _, err := smp.Sample(context.Background(), prompt, n, p)
 		n := 0
 		for _, sq := range seqs {
 			n += len(sq.Tokens)
@@ -318,7 +390,7 @@ func runTorch(s shapes) (map[string]any, error) {
 		{"context", s.Context}, {"rank", s.Rank}, {"threads", s.Threads}, {"train_batch", s.TrainBatch},
 		{"train_seq", s.TrainSeq}, {"train_steps", s.TrainSteps}, {"prompt_len", s.PromptLen}, {"n", s.N},
 		{"new_tokens", s.NewTokens}, {"sample_reps", s.SampleReps}, {"kv_heads", s.KVHeads}, {"head_dim", s.HeadDim},
-		{"qk_norm", b2i(s.QKNorm)}, {"tied", b2i(s.TiedEmbed)}} {
+		{"qk_norm", b2i(s.QKNorm)}, {"tied", b2i(s.TiedEmbed)}, {"latency", b2i(s.Latency)}} {
 		args = append(args, "--"+kv.k, strconv.Itoa(kv.v))
 	}
 	if s.RopeTheta > 0 {
@@ -400,4 +472,76 @@ func b2i(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// grpoStep runs one GRPO step in this process, a trainer and a sampler over
+// the one base: n completions of newTok tokens after a random prompt of
+// promptLen tokens (temperature 1), rewards from the completions (the
+// fraction of even token ids), group-normalized advantages on the
+// completion tokens, then one forward-backward with the importance-sampling
+// loss on the n sequences of prompt + completion and one Adam step. It
+// returns the step's wall time and the sampler's and trainer's shares.
+func grpoStep(s shapes, base *engine.Model[float32], promptLen, newTok int) (map[string]float64, error) {
+	tr, err := engine.NewTrainer(base, s.lora(), engine.TrainerOptions{Threads: s.Threads})
+	if err != nil {
+		return nil, err
+	}
+	smp, err := engine.NewSampler(base, engine.SamplerOptions{Threads: s.Threads})
+	if err != nil {
+		return nil, err
+	}
+	if err := smp.SetAdapter(tr.Adapter()); err != nil {
+		return nil, err
+	}
+	rng := rand.New(rand.NewPCG(3, 3))
+	prompt := make([]int, promptLen)
+	for i := range prompt {
+		prompt[i] = rng.IntN(s.Vocab)
+	}
+	t0 := time.Now()
+	seqs, _, err := smp.Sample(context.Background(), prompt, s.N, engine.SamplingParams{MaxTokens: newTok, Temperature: 1, Seed: 3})
+	if err != nil {
+		return nil, err
+	}
+	sampled := time.Since(t0)
+	rewards := make([]float64, len(seqs))
+	mean := 0.0
+	for i, sq := range seqs {
+		for _, t := range sq.Tokens {
+			if t%2 == 0 {
+				rewards[i]++
+			}
+		}
+		rewards[i] /= float64(max(1, len(sq.Tokens)))
+		mean += rewards[i] / float64(len(seqs))
+	}
+	sd := 0.0
+	for _, r := range rewards {
+		sd += (r - mean) * (r - mean) / float64(len(rewards))
+	}
+	sd = math.Sqrt(sd) + 1e-6
+	data := make([]engine.Example, len(seqs))
+	tokens := 0
+	for i, sq := range seqs {
+		full := append(append([]int(nil), prompt...), sq.Tokens...)
+		ex := engine.Example{Input: full[:len(full)-1], Targets: full[1:]}
+		ex.Logprobs = make([]float64, len(ex.Input))
+		ex.Advantages = make([]float64, len(ex.Input))
+		for j := range sq.Tokens {
+			ex.Logprobs[promptLen-1+j] = sq.Logprobs[j]
+			ex.Advantages[promptLen-1+j] = (rewards[i] - mean) / sd
+		}
+		data[i] = ex
+		tokens += len(ex.Input)
+	}
+	t1 := time.Now()
+	if _, err := tr.ForwardBackward(context.Background(), data, engine.LossSpec{Name: engine.ImportanceSampling}); err != nil {
+		return nil, err
+	}
+	if _, err := tr.OptimStep(engine.AdamParams{LearningRate: 1e-4, Eps: 1e-12}); err != nil {
+		return nil, err
+	}
+	trained := time.Since(t1)
+	return map[string]float64{"step_s": time.Since(t0).Seconds(), "sample_s": sampled.Seconds(), "train_s": trained.Seconds(),
+		"train_tokens": float64(tokens)}, nil
 }

@@ -160,7 +160,7 @@ def merge_lora(m):
 
 
 @torch.no_grad()
-def bench_sample(m, a, reps):
+def bench_sample(m, a, reps, n):
     merge_lora(m)
     g = torch.Generator().manual_seed(2)
     prompt = torch.randint(0, a.vocab, (1, a.prompt_len), generator=g)
@@ -170,9 +170,9 @@ def bench_sample(m, a, reps):
         # prefill once, then share the prompt's cache across the n samples
         logits = m(prompt, 0, caches)
         for c in caches:
-            c[0] = c[0].expand(a.n, -1, -1, -1).contiguous()
-            c[1] = c[1].expand(a.n, -1, -1, -1).contiguous()
-        last = logits[:, -1].expand(a.n, -1)
+            c[0] = c[0].expand(n, -1, -1, -1).contiguous()
+            c[1] = c[1].expand(n, -1, -1, -1).contiguous()
+        last = logits[:, -1].expand(n, -1)
         pos = a.prompt_len
         for _ in range(a.new_tokens):
             logp = (last / 1.0).log_softmax(-1)
@@ -186,7 +186,7 @@ def bench_sample(m, a, reps):
     for _ in range(reps):
         once()
     dt = time.perf_counter() - t0
-    return reps * a.n * a.new_tokens / dt
+    return reps * n * a.new_tokens / dt
 
 
 def loaded_blas():
@@ -215,7 +215,7 @@ def main():
                     ("context", 128), ("rank", 8), ("threads", 1), ("train_batch", 32),
                     ("train_seq", 64), ("train_steps", 5), ("prompt_len", 16), ("n", 8),
                     ("new_tokens", 48), ("sample_reps", 5), ("kv_heads", 0), ("head_dim", 0),
-                    ("qk_norm", 0), ("tied", 0)]:
+                    ("qk_norm", 0), ("tied", 0), ("latency", 0)]:
         p.add_argument("--" + name, type=int, default=d)
     p.add_argument("--alpha", type=float, default=32.0)
     p.add_argument("--rope_theta", type=float, default=10000.0)
@@ -231,8 +231,10 @@ def main():
         "torch_version": torch.__version__,
         "torch_threads": torch.get_num_threads(),
         "torch_train_tokens_per_s": bench_train(m, a, a.train_steps),
-        "torch_sample_tokens_per_s": bench_sample(m, a, a.sample_reps),
+        "torch_sample_tokens_per_s": bench_sample(m, a, a.sample_reps, a.n),
     }
+    if a.latency:
+        out["torch_sample1_tokens_per_s"] = bench_sample(m, a, a.sample_reps, 1)
     out["torch_blas"], out["torch_blas_core"] = loaded_blas()
     print(json.dumps(out))
 
