@@ -14,10 +14,11 @@ import (
 //
 // Such a model is a frozen base: LoRA trainers train over it and samplers
 // sample it, with every product computed from the 16-bit weights directly
-// (kernels.Par.SgemmBF16: on CPUs with AVX512_BF16 each activation is
-// split into a bfloat16 high part and a bfloat16 remainder, so the product
-// keeps float32's accuracy in the activations, and products accumulate in
-// float32; elsewhere the weights are widened as they are read). A full-parameter trainer refuses it; [Merge], [SaveBase] and
+// (kernels.Par.SgemmBF16, accumulating in float32: on CPUs with
+// AVX512_BF16 the sampling step's products split each activation into a
+// bfloat16 high part and a bfloat16 remainder for VDPBF16PS, keeping
+// float32's accuracy in the activations; larger products, and every product
+// elsewhere, widen the weights to float32 a block at a time). A full-parameter trainer refuses it; [Merge], [SaveBase] and
 // [ConvertModel] work on its widened copy ([Model.Widen]).
 type MatricesBF16 struct {
 	Embed   []kernels.BF16 // Vocab×Dim

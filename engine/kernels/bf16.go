@@ -55,24 +55,27 @@ func WidenBF16(dst []float32, src []BF16) {
 // reports it.
 //
 //   - avx512bf16 (AVX512_BF16 and AVX512BW, the default where the CPU has
-//     them): each element of A is split into two bfloat16 parts, hi (A
-//     rounded to nearest, ties to even) and lo (A − hi, rounded), which
-//     hold it to 16 significant bits (a relative error below 2⁻¹⁷), and
-//     VDPBF16PS multiplies pairs of bfloat16 elements (each product exact)
-//     and accumulates them in float32: per element and pair of depth steps,
-//     the hi part's odd product, then its even one, then the lo part's, each
-//     sum rounded. B is read at half its float32 bytes; the products run at
-//     about Sgemm's rate ([Par.SgemmBF16RoundA] rounds A instead and runs
-//     at twice it). A product with at most 16 rows and transB (the sampling
-//     step) runs as 4×4 tiles of dot products over the rows of A and B in
-//     place (one row: 1×8): each element sums in 16 lanes, lane l over the
-//     pairs (32g+2l, 32g+2l+1) in order of g, then in a fixed tree. Other
-//     products run on packed copies in 12×32 tiles: each element sums its
-//     pairs in order, one depth pass of 256 steps at a time (C = alpha·s₀ +
-//     beta·C, then C = alpha·sᵢ + C). Either way an element's value
-//     depends on its row of A, its column of op(B) and the shape's route
-//     only, never on the other rows: a row computed alone equals the same
-//     row among up to 16 (continuous batching relies on it).
+//     them): a product with at most 16 rows and transB (the sampling step,
+//     bound by streaming B) splits each element of A into two bfloat16
+//     parts, hi (A rounded to nearest, ties to even) and lo (A − hi,
+//     rounded), which hold it to 16 significant bits (a relative error
+//     below 2⁻¹⁷), and VDPBF16PS multiplies pairs of bfloat16 elements (each
+//     product exact) and accumulates them in float32: per element and pair
+//     of depth steps, the hi part's odd product, then its even one, then
+//     the lo part's, each sum rounded. B is read in place at half its
+//     float32 bytes, as 4×4 tiles of dot products over the rows of A and B
+//     (one row: 1×8): each element sums in 16 lanes, lane l over the pairs
+//     (32g+2l, 32g+2l+1) in order of g, then in a fixed tree. An element's
+//     value depends on its row of A and its column of op(B) only, never on
+//     the other rows: a row computed alone equals the same row among up to
+//     16 (continuous batching relies on it). Other products are bound by
+//     arithmetic and run as widen does: exact products at Sgemm's rate,
+//     which split VDPBF16PS does not reach (two instructions per pair, on
+//     one port of Intel's cores). [Par.SgemmBF16RoundA] rounds A instead and
+//     runs VDPBF16PS on every product: the sampling step's as above without
+//     the lo parts, the others on packed copies in 12×32 tiles, each element
+//     summing its pairs in order, one depth pass of 256 steps at a time
+//     (C = alpha·s₀ + beta·C, then C = alpha·sᵢ + C).
 //   - widen (every other CPU, and TANDEM_KERNELS=purego or avx2): B is
 //     widened to float32, a block of at most 256 of op(B)'s columns at a
 //     time, and each block runs through Sgemm.
@@ -86,9 +89,10 @@ func (p Par) SgemmBF16(transB bool, m, n, k int, alpha float32, a []float32, lda
 
 // SgemmBF16RoundA is SgemmBF16 with each element of A rounded to one
 // bfloat16 (a relative error up to 2⁻⁹) instead of split in two: on
-// avx512bf16 the products run at twice Sgemm's rate. Its routes and their
-// summation order are SgemmBF16's without the lo parts; the widen
-// implementation does not round A.
+// avx512bf16 every product runs VDPBF16PS, the sampling step's as
+// SgemmBF16's without the lo parts, the others in packed 12×32 tiles (up to
+// twice Sgemm's rate on AMD's Zen 5); the widen implementation does not
+// round A.
 func (p Par) SgemmBF16RoundA(transB bool, m, n, k int, alpha float32, a []float32, lda int, b []BF16, ldb int, beta float32, c []float32, ldc int) {
 	checkGemm("SgemmBF16RoundA", false, transB, m, n, k, lda, ldb, ldc, len(a), len(b), len(c))
 	sgemmBF16(p, bf16Round, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
@@ -107,6 +111,12 @@ func sgemmBF16(p Par, ks *bf16Kernels, transB bool, m, n, k int, alpha float32, 
 		widenGemm(p, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 	case transB && m <= bf16DotRows:
 		bf16DotGemm(p, ks, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+	case ks.split:
+		// Past the sampling step's rows the products are compute-bound:
+		// float32 arithmetic on widened weights runs at Sgemm's rate (split
+		// VDPBF16PS runs at half of it or less: it takes two instructions
+		// per pair, and on Intel's cores one port) and is exact per product.
+		widenGemm(p, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 	default:
 		bf16PackedGemm(p, ks, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 	}
@@ -133,7 +143,8 @@ type bf16Kernels struct {
 	// against 8 rows of B, each element exactly as dot does.
 	row func(k int, a, lo, b []BF16, ldb int, c []float32, alpha, beta float32)
 	// gemm computes a bgMR×bgNR tile of C = alpha·A·B + beta·C over kp >= 1
-	// pairs of depth steps from pair-packed A (see packPairsA) and B.
+	// pairs of depth steps from pair-packed A (see packPairsA) and B; nil
+	// with split, whose products past the dot route widen B instead.
 	gemm func(kp int, a, b []BF16, c []float32, ldc int, alpha, beta float32)
 }
 
@@ -362,7 +373,7 @@ func dpbf16(acc float32, a0, a1, b0, b1 BF16) float32 {
 // steps (128 pairs) per pass, so a packed B panel (16 KiB) sits in L1.
 const bgMR, bgNR, bgKC = 12, 32, 256
 
-// bf16PackedGemm runs the packed route, in depth passes of bgKC steps. A
+// bf16PackedGemm runs the packed route of SgemmBF16RoundA, in depth passes of bgKC steps. A
 // pass packs A once, rounded to bfloat16, as pairs: for row block ib and
 // pair q, bgMR dwords holding row r's elements 2q and 2q+1 of the pass
 // (zero past k and below m). Work items are chunks of B's column panels;
@@ -370,14 +381,10 @@ const bgMR, bgNR, bgKC = 12, 32, 256
 // j's two elements, zero past n and k) and runs every row block against
 // it. Each tile is computed by the one kernel, edge tiles through a
 // scratch tile; the first pass applies beta and later ones add to C, so
-// neither the split nor the order of the work changes a value.
+// neither the split of the work nor its order changes a value.
 func bf16PackedGemm(p Par, ks *bf16Kernels, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []BF16, ldb int, beta float32, c []float32, ldc int) {
 	const mr, nr, kc = bgMR, bgNR, bgKC
 	rowBlocks, panels := ceilDiv(m, mr), ceilDiv(n, nr)
-	parts := 1 // dwords per row and pair: hi, and lo with split
-	if ks.split {
-		parts = 2
-	}
 	threads := p.workers(panels, int64(m)*int64(n)*int64(k), minWorkPerThread)
 	chunk := max(1, panels/(itemsPerThread*threads))
 	items := ceilDiv(panels, chunk)
@@ -389,8 +396,8 @@ func bf16PackedGemm(p Par, ks *bf16Kernels, transB bool, m, n, k int, alpha floa
 	for pc := 0; pc < k; pc += kc {
 		kl := min(kc, k-pc)
 		kp := ceilDiv(kl, 2)
-		ap := growBF16(abuf, rowBlocks*kp*mr*2*parts)
-		packPairsA(ap, ks.split, m, kl, kp, a[pc:], lda)
+		ap := growBF16(abuf, rowBlocks*kp*mr*2)
+		packPairsA(ap, m, kl, kp, a[pc:], lda)
 		bt := beta
 		if pc > 0 {
 			bt = 1
@@ -405,7 +412,7 @@ func bf16PackedGemm(p Par, ks *bf16Kernels, transB bool, m, n, k int, alpha floa
 				for ib := range rowBlocks {
 					i0 := ib * mr
 					mi := min(mr, m-i0)
-					as := ap[ib*kp*mr*2*parts:]
+					as := ap[ib*kp*mr*2:]
 					if mi == mr && nb == nr {
 						ks.gemm(kp, as, bp, c[i0*ldc+j0:], ldc, alpha, bt)
 						continue
@@ -426,16 +433,10 @@ func bf16PackedGemm(p Par, ks *bf16Kernels, transB bool, m, n, k int, alpha floa
 }
 
 // packPairsA packs kl columns of A's m rows (a starts at the pass's first
-// column) for the packed route: row block ib, pair q, row r's pair as the
-// dword d[(ib*kp+q)*parts*bgMR + r] (rounded; with split, the hi parts
-// there and the lo parts bgMR dwords further: packSplitA), zero past kl
-// and m.
-func packPairsA(dst []BF16, split bool, m, kl, kp int, a []float32, lda int) {
+// column) for the packed route, rounded to bfloat16: row block ib, pair q,
+// row r's pair as the dword d[(ib*kp+q)*bgMR + r], zero past kl and m.
+func packPairsA(dst []BF16, m, kl, kp int, a []float32, lda int) {
 	const mr = bgMR
-	if split {
-		packSplitA(unsafe.Slice((*uint32)(unsafe.Pointer(&dst[0])), ceilDiv(m, mr)*kp*2*mr), m, kl, kp, a, lda)
-		return
-	}
 	d32 := unsafe.Slice((*uint32)(unsafe.Pointer(&dst[0])), ceilDiv(m, mr)*kp*mr)
 	for ib := range ceilDiv(m, mr) {
 		blk := d32[ib*kp*mr : (ib+1)*kp*mr]
@@ -455,35 +456,6 @@ func packPairsA(dst []BF16, split bool, m, kl, kp int, a []float32, lda int) {
 					x1 = rs[r][2*q+1]
 				}
 				out[r] = uint32(ToBF16(rs[r][2*q])) | uint32(ToBF16(x1))<<16
-			}
-		}
-	}
-}
-
-// packSplitA is packPairsA with split: each row's kl elements split into
-// hi and lo rows at once (splitBF16s, vectorized where the CPU allows),
-// then their pairs woven into the panel's order, hi dwords then lo dwords
-// per pair.
-func packSplitA(d32 []uint32, m, kl, kp int, a []float32, lda int) {
-	const mr, stride = bgMR, 2 * bgMR
-	var hi, lo [mr][bgKC + 1]BF16 // a pass is at most bgKC long; +1 pads an odd one
-	for ib := range ceilDiv(m, mr) {
-		blk := d32[ib*kp*stride : (ib+1)*kp*stride]
-		rows := min(mr, m-ib*mr)
-		if rows < mr {
-			clear(blk)
-		}
-		var h32, l32 [mr][]uint32
-		for r := range rows {
-			splitBF16s(hi[r][:kl], lo[r][:kl], a[(ib*mr+r)*lda:][:kl])
-			hi[r][kl], lo[r][kl] = 0, 0
-			h32[r] = unsafe.Slice((*uint32)(unsafe.Pointer(&hi[r][0])), kp)
-			l32[r] = unsafe.Slice((*uint32)(unsafe.Pointer(&lo[r][0])), kp)
-		}
-		for q := range kp {
-			out := blk[q*stride : (q+1)*stride]
-			for r := range rows {
-				out[r], out[mr+r] = h32[r][q], l32[r][q]
 			}
 		}
 	}

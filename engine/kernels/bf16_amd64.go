@@ -24,9 +24,6 @@ func bdotKernel1x8Split(k int, a, lo, b *BF16, ldb int, c *float32, alpha, beta 
 func bgemmKernel12x32(kp int, a, b *BF16, c *float32, ldc int, alpha, beta float32)
 
 //go:noescape
-func bgemmKernel12x32Split(kp int, a, b *BF16, c *float32, ldc int, alpha, beta float32)
-
-//go:noescape
 func splitBF16AVX512(hi, lo *BF16, x *float32, n int)
 
 //go:noescape
@@ -82,10 +79,6 @@ func init() {
 		row: func(k int, a, lo, b []BF16, ldb int, c []float32, alpha, beta float32) {
 			_, _, _, _ = a[k-1], lo[k-1], b[7*ldb+k-1], c[7]
 			bdotKernel1x8Split(k, &a[0], &lo[0], &b[0], ldb, &c[0], alpha, beta)
-		},
-		gemm: func(kp int, a, b []BF16, c []float32, ldc int, alpha, beta float32) {
-			_, _, _ = a[kp*bgMR*4-1], b[kp*bgNR*2-1], c[(bgMR-1)*ldc+bgNR-1]
-			bgemmKernel12x32Split(kp, &a[0], &b[0], &c[0], ldc, alpha, beta)
 		},
 	}
 }

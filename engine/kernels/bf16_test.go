@@ -303,8 +303,8 @@ func TestSgemmBF16Panics(t *testing.T) {
 // depth pass of bgKC steps, one lane summing the steps over the pass's
 // pairs in order (a zero past k), then C = alpha·s for the first pass
 // (beta = 0) and C = alpha·s + C for the later ones.
-func emulatePacked(split, transB bool, i, j, k int, alpha float32, a []float32, lda int, b []BF16, ldb int) float32 {
-	hi, lo := parts(split, a[i*lda:][:k])
+func emulatePacked(transB bool, i, j, k int, alpha float32, a []float32, lda int, b []BF16, ldb int) float32 {
+	hi, lo := parts(false, a[i*lda:][:k])
 	col := make([]BF16, k)
 	for p := range k {
 		if transB {
@@ -336,9 +336,10 @@ func emulatePacked(split, transB bool, i, j, k int, alpha float32, a []float32, 
 	return c
 }
 
-// TestBF16PackedRouteIsVDPBF16PS: every element of the packed route
-// equals its Go emulation bit for bit, for both layouts, edge tiles, odd
-// depths and several depth passes.
+// TestBF16PackedRouteIsVDPBF16PS: every element of SgemmBF16RoundA's
+// packed route equals its Go emulation bit for bit, for both layouts, edge
+// tiles, odd depths and several depth passes; SgemmBF16's products of more
+// than 16 rows (or B stored k×n) equal Sgemm on the widened weights.
 func TestBF16PackedRouteIsVDPBF16PS(t *testing.T) {
 	if bf16Split == nil {
 		t.Skip("no AVX512_BF16 on this CPU (or TANDEM_KERNELS asks for another implementation)")
@@ -356,9 +357,16 @@ func TestBF16PackedRouteIsVDPBF16PS(t *testing.T) {
 			a, lda, b, ldb := bf16Operands(rng, s.transB, s.m, s.n, s.k, 1)
 			c := make([]float32, s.m*s.n)
 			mode.gemm(Par{Threads: 2}, s.transB, s.m, s.n, s.k, 0.75, a, lda, b, ldb, 0, c, s.n)
+			if mode.split {
+				// SgemmBF16 runs these products as Sgemm on widened weights.
+				want := make([]float32, s.m*s.n)
+				widenGemm(Par{}, s.transB, s.m, s.n, s.k, 0.75, a, lda, b, ldb, 0, want, s.n)
+				require.Equal(t, want, c, "%s %+v: the widened float32 product", mode.name, s)
+				continue
+			}
 			for i := range s.m {
 				for j := range s.n {
-					want := emulatePacked(mode.split, s.transB, i, j, s.k, 0.75, a, lda, b, ldb)
+					want := emulatePacked(s.transB, i, j, s.k, 0.75, a, lda, b, ldb)
 					require.Equal(t, math.Float32bits(want), math.Float32bits(c[i*s.n+j]), "%s %+v (%d,%d): %g vs %g", mode.name, s, i, j, c[i*s.n+j], want)
 				}
 			}

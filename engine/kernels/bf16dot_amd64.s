@@ -56,6 +56,11 @@ TEXT ·bdotKernel4x4(SB), NOSPLIT, $0-64
 bd4loop:
 	CMPQ CX, $32
 	JL bd4tail
+	// The next 4 rows' lines at this depth (see bdotKernel1x8Split).
+	PREFETCHT1 (DI)(R9*4)
+	PREFETCHT1 (R12)(R9*4)
+	PREFETCHT1 (R13)(R9*4)
+	PREFETCHT1 (BX)(R9*4)
 	VMOVDQU16 (SI), Z0
 	VMOVDQU16 (R10), Z1
 	VMOVDQU16 (R11), Z2
@@ -231,6 +236,7 @@ TEXT ·bdotKernel1x8(SB), NOSPLIT, $0-48
 	LEAQ (R12)(R9*1), R13
 	LEAQ (R13)(R9*1), BX
 	SHLQ $2, R9
+	LEAQ (R9)(R9*2), R10
 	VPXORD Z16, Z16, Z16
 	VPXORD Z17, Z17, Z17
 	VPXORD Z18, Z18, Z18
@@ -243,6 +249,15 @@ TEXT ·bdotKernel1x8(SB), NOSPLIT, $0-48
 bd1loop:
 	CMPQ CX, $32
 	JL bd1tail
+	// The next 8 rows' lines at this depth (see bdotKernel1x8Split).
+	PREFETCHT1 (DI)(R9*2)
+	PREFETCHT1 (R12)(R9*2)
+	PREFETCHT1 (R13)(R9*2)
+	PREFETCHT1 (BX)(R9*2)
+	PREFETCHT1 (DI)(R10*1)
+	PREFETCHT1 (R12)(R10*1)
+	PREFETCHT1 (R13)(R10*1)
+	PREFETCHT1 (BX)(R10*1)
 	VMOVDQU16 (SI), Z0
 	VMOVDQU16 (DI), Z1
 	BYTE $0x62; BYTE $0xe2; BYTE $0x7e; BYTE $0x48; BYTE $0x52; BYTE $0xc1 // VDPBF16PS Z1, Z0, Z16
@@ -380,6 +395,11 @@ TEXT ·bdotKernel4x4Split(SB), NOSPLIT, $0-64
 bd4sloop:
 	CMPQ CX, $32
 	JL bd4stail
+	// The next 4 rows' lines at this depth (see bdotKernel1x8Split).
+	PREFETCHT1 (DI)(R9*4)
+	PREFETCHT1 (R12)(R9*4)
+	PREFETCHT1 (R13)(R9*4)
+	PREFETCHT1 (BX)(R9*4)
 	VMOVDQU16 (SI), Z0
 	VMOVDQU16 (SI)(R8*1), Z5
 	VMOVDQU16 (R10), Z1
