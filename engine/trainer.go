@@ -263,10 +263,10 @@ func (t *Trainer[T]) run(ctx context.Context, data []Example, loss LossSpec, gra
 }
 
 // DefaultMaxActivationBytes is the activation memory of one micro-batch when
-// TrainerOptions.MaxActivationBytes is zero: 1.5 GiB, about 1,700 rows of
+// TrainerOptions.MaxActivationBytes is zero: 1.5 GiB, about 460 rows of
 // 256-token sequences for Qwen3-0.6B's shape with rank-16 LoRA on every
-// projection (≈ 25 k values per row per layer; 600 rows before values
-// recomputed in the backward pass were dropped) and far more than 4,096 rows
+// projection (25,738 values per row per layer and 16 × 256 attention
+// probabilities, 29 layers' worth in float32), and more than 4,096 rows
 // for the default config.
 const DefaultMaxActivationBytes = 1536 << 20
 
