@@ -51,6 +51,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -72,6 +73,9 @@ type shapes struct {
 	Rank       int `json:"rank"`
 	// Latency adds sampling with n = 1 (the latency case) beside n.
 	Latency bool `json:"latency"`
+	// TorchMicro is the sequences per backward pass of the PyTorch
+	// reference's training step (0: the whole batch at once).
+	TorchMicro int `json:"torch_micro_batch"`
 	engine.Config
 }
 
@@ -136,6 +140,10 @@ func main() {
 	}
 	s.Rank = engine.DefaultLoraConfig().Rank
 	if *shape == "qwen3-0.6b" {
+		// PyTorch's autograd keeps ~2 GB per 256-token sequence of this
+		// shape (all 8 at once were killed at 19.5 GB on a 23 GB machine):
+		// two at a time.
+		s.TorchMicro = 2
 		s.Rank = 16
 		if !set["latency"] {
 			s.Latency = true
@@ -224,6 +232,10 @@ func main() {
 	res["vmhwm_kib"] = peakRSS()
 	fmt.Fprintf(os.Stderr, "go:    train %8.1f tokens/s   sample %8.1f tokens/s (n = %d)   n = 1 %8.1f tokens/s   peak RSS %.2f GiB\n", train, sample, s.N, sample1, float64(peakRSS())/(1<<20))
 	if *torch {
+		// What the engine measured is in res; give its memory back before
+		// PyTorch needs the machine's.
+		base, ad = nil, nil
+		debug.FreeOSMemory()
 		tr, err := runTorch(s)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "torch reference skipped:", err)
@@ -396,7 +408,7 @@ func runTorch(s shapes) (map[string]any, error) {
 		{"context", s.Context}, {"rank", s.Rank}, {"threads", s.Threads}, {"train_batch", s.TrainBatch},
 		{"train_seq", s.TrainSeq}, {"train_steps", s.TrainSteps}, {"prompt_len", s.PromptLen}, {"n", s.N},
 		{"new_tokens", s.NewTokens}, {"sample_reps", s.SampleReps}, {"kv_heads", s.KVHeads}, {"head_dim", s.HeadDim},
-		{"qk_norm", b2i(s.QKNorm)}, {"tied", b2i(s.TiedEmbed)}, {"latency", b2i(s.Latency)}} {
+		{"qk_norm", b2i(s.QKNorm)}, {"tied", b2i(s.TiedEmbed)}, {"latency", b2i(s.Latency)}, {"train_micro", s.TorchMicro}} {
 		args = append(args, "--"+kv.k, strconv.Itoa(kv.v))
 	}
 	if s.RopeTheta > 0 {

@@ -132,12 +132,17 @@ def bench_train(m, a, steps):
     toks = torch.randint(0, a.vocab, (a.train_batch, a.train_seq + 1), generator=g)
     inp, tgt = toks[:, :-1], toks[:, 1:]
 
+    micro = a.train_micro or a.train_batch
+
     def step():
+        # Gradients accumulate over micro-batches of `micro` sequences, as
+        # the engine's trainer bounds its activations, then one AdamW step.
         opt.zero_grad(set_to_none=True)
-        logits = m(inp)
-        logp = logits.log_softmax(-1).gather(-1, tgt.unsqueeze(-1)).squeeze(-1)
-        loss = -logp.sum()
-        loss.backward()
+        for lo in range(0, a.train_batch, micro):
+            logits = m(inp[lo:lo + micro])
+            logp = logits.log_softmax(-1).gather(-1, tgt[lo:lo + micro].unsqueeze(-1)).squeeze(-1)
+            loss = -logp.sum()
+            loss.backward()
         opt.step()
 
     step()  # warm-up
@@ -215,7 +220,7 @@ def main():
                     ("context", 128), ("rank", 8), ("threads", 1), ("train_batch", 32),
                     ("train_seq", 64), ("train_steps", 5), ("prompt_len", 16), ("n", 8),
                     ("new_tokens", 48), ("sample_reps", 5), ("kv_heads", 0), ("head_dim", 0),
-                    ("qk_norm", 0), ("tied", 0), ("latency", 0)]:
+                    ("qk_norm", 0), ("tied", 0), ("latency", 0), ("train_micro", 0)]:
         p.add_argument("--" + name, type=int, default=d)
     p.add_argument("--alpha", type=float, default=32.0)
     p.add_argument("--rope_theta", type=float, default=10000.0)
