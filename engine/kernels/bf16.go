@@ -38,10 +38,17 @@ func RoundBF16(dst []BF16, src []float32) {
 // differ.
 func WidenBF16(dst []float32, src []BF16) {
 	checkSameLen("WidenBF16", len(dst), len(src))
+	if widenRow != nil {
+		widenRow(dst, src)
+		return
+	}
 	for i, b := range src {
 		dst[i] = b.Float32()
 	}
 }
+
+// widenRow, when set (AVX2), is WidenBF16's loop, bit for bit.
+var widenRow func(dst []float32, src []BF16)
 
 // SgemmBF16 computes C = alpha·A·op(B) + beta·C for a float32 A (m×k, row
 // stride lda, not transposed), a bfloat16 B and a float32 C (m×n, stride
@@ -190,15 +197,26 @@ func widenGemm(p Par, transB bool, m, n, k int, alpha float32, a []float32, lda 
 	for j0 := 0; j0 < n; j0 += widenBlock {
 		nb := min(widenBlock, n-j0)
 		w := grow32(buf, nb*k)
-		if transB {
-			for j := range nb {
-				WidenBF16(w[j*k:(j+1)*k], b[(j0+j)*ldb:][:k])
+		// Widening streams the block from memory: on all threads, a share
+		// of its rows each.
+		rows, width := nb, k
+		if !transB {
+			rows, width = k, nb
+		}
+		const chunk = 16
+		threads := p.workers(ceilDiv(rows, chunk), int64(rows)*int64(width), minStreamPerThread)
+		parallelFor(threads, ceilDiv(rows, chunk), func(item, _ int) {
+			for r := item * chunk; r < min((item+1)*chunk, rows); r++ {
+				if transB {
+					WidenBF16(w[r*k:(r+1)*k], b[(j0+r)*ldb:][:k])
+				} else {
+					WidenBF16(w[r*nb:(r+1)*nb], b[r*ldb+j0:][:nb])
+				}
 			}
+		})
+		if transB {
 			p.Sgemm(false, true, m, nb, k, alpha, a, lda, w, k, beta, c[j0:], ldc)
 			continue
-		}
-		for r := range k {
-			WidenBF16(w[r*nb:(r+1)*nb], b[r*ldb+j0:][:nb])
 		}
 		p.Sgemm(false, false, m, nb, k, alpha, a, lda, w, nb, beta, c[j0:], ldc)
 	}

@@ -29,10 +29,25 @@ func splitBF16AVX512(hi, lo *BF16, x *float32, n int)
 //go:noescape
 func interleaveBF16AVX2(dst *uint32, even, odd *BF16, n int)
 
+//go:noescape
+func widenBF16AVX2(dst *float32, src *BF16, n int)
+
 // hasAVX512BF16: VDPBF16PS, and AVX512BW for the masked 16-bit loads.
 var hasAVX512BF16 = hasAVX512 && cpu.X86.HasAVX512BF16 && cpu.X86.HasAVX512BW
 
 func init() {
+	if hasAVX2 && !asmDisabled() {
+		widenRow = func(dst []float32, src []BF16) {
+			n := len(src) / 8 * 8
+			if n > 0 {
+				_ = dst[n-1]
+				widenBF16AVX2(&dst[0], &src[0], n)
+			}
+			for i := n; i < len(src); i++ {
+				dst[i] = src[i].Float32()
+			}
+		}
+	}
 	if !hasAVX512BF16 || asmDisabled() || os.Getenv(EnvKernels) == "avx2" {
 		return
 	}

@@ -344,3 +344,47 @@ splitloop:
 splitdone:
 	VZEROUPPER
 	RET
+
+// func widenBF16AVX2(dst *float32, src *BF16, n int)
+//
+// dst[i] = src[i] widened to float32 (its 16 bits moved to the top of a
+// dword) for i < n, n a multiple of 8. Data movement only.
+TEXT ·widenBF16AVX2(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ n+16(FP), CX
+
+widen32:
+	CMPQ CX, $32
+	JL widen8
+	VPMOVZXWD (SI), Y0
+	VPMOVZXWD 16(SI), Y1
+	VPMOVZXWD 32(SI), Y2
+	VPMOVZXWD 48(SI), Y3
+	VPSLLD $16, Y0, Y0
+	VPSLLD $16, Y1, Y1
+	VPSLLD $16, Y2, Y2
+	VPSLLD $16, Y3, Y3
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y1, 32(DI)
+	VMOVUPS Y2, 64(DI)
+	VMOVUPS Y3, 96(DI)
+	ADDQ $64, SI
+	ADDQ $128, DI
+	SUBQ $32, CX
+	JMP widen32
+
+widen8:
+	CMPQ CX, $8
+	JL widendone
+	VPMOVZXWD (SI), Y0
+	VPSLLD $16, Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ $16, SI
+	ADDQ $32, DI
+	SUBQ $8, CX
+	JMP widen8
+
+widendone:
+	VZEROUPPER
+	RET

@@ -37,3 +37,27 @@ func TestSplitRowMatchesSplitBF16(t *testing.T) {
 		}
 	}
 }
+
+// TestWidenRowMatchesFloat32: the vector widening equals BF16.Float32 bit
+// for bit over random bit patterns (NaNs included) and over lengths around
+// its 8- and 32-element groups, writing nothing past the end.
+func TestWidenRowMatchesFloat32(t *testing.T) {
+	t.Parallel()
+	if widenRow == nil {
+		t.Skip("no AVX2 widening on this CPU or build")
+	}
+	rng := rand.New(rand.NewPCG(15, 16))
+	for _, n := range []int{0, 1, 7, 8, 9, 31, 32, 33, 63, 65, 1000} {
+		src := make([]BF16, n)
+		for i := range src {
+			src[i] = BF16(rng.Uint32())
+		}
+		dst := make([]float32, n+1)
+		dst[n] = 42
+		widenRow(dst[:n], src)
+		for i, b := range src {
+			require.Equal(t, math.Float32bits(b.Float32()), math.Float32bits(dst[i]), "%#x (n=%d, i=%d)", uint16(b), n, i)
+		}
+		require.Equal(t, float32(42), dst[n], "n=%d: nothing written past the end", n)
+	}
+}
