@@ -206,7 +206,7 @@ func (t *Trainer[T]) run(ctx context.Context, data []Example, loss LossSpec, gra
 		tokens += len(data[i].Input)
 	}
 	lim := t.limit()
-	runs := t.plan(inputs)
+	runs := t.plan(inputs, lim)
 	var terms []term
 	for rlo := 0; rlo < len(runs); {
 		if err := ctx.Err(); err != nil {
@@ -311,9 +311,9 @@ func (t *Trainer[T]) limit() batchLimit {
 	return batchLimit{rows: rows, elems: max(1, int(elems)), rowElems: activationElems(t.cfg, ranks), heads: t.cfg.Heads}
 }
 
-// plan splits inputs into the runs one call packs: shared-prefix runs (see
-// planRuns) unless TrainerOptions.NoPrefixSharing is set.
-func (t *Trainer[T]) plan(inputs [][]int) []run {
+// plan splits inputs into the runs one call packs: shared-prefix runs
+// within lim (see planRuns) unless TrainerOptions.NoPrefixSharing is set.
+func (t *Trainer[T]) plan(inputs [][]int, lim batchLimit) []run {
 	if t.opts.NoPrefixSharing {
 		return singletonRuns(inputs)
 	}
@@ -321,7 +321,7 @@ func (t *Trainer[T]) plan(inputs [][]int) []run {
 	if minPrefix == 0 {
 		minPrefix = DefaultMinSharedPrefix
 	}
-	return planRuns(inputs, minPrefix, t.limit())
+	return planRuns(inputs, minPrefix, lim)
 }
 
 // OptimStep applies one AdamW step with the accumulated gradients, clears

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"sync"
 	"time"
@@ -36,11 +35,7 @@ type concurrency struct {
 // slower, run once.
 func goConcurrency(s shapes, base *engine.Model[float32], ad *engine.Adapter[float32], calls, rounds int) (concurrency, error) {
 	out := concurrency{Calls: calls, Rounds: rounds}
-	rng := rand.New(rand.NewPCG(3, 3))
-	prompt := make([]int, s.PromptLen)
-	for i := range prompt {
-		prompt[i] = rng.IntN(s.Vocab)
-	}
+	prompt := randomTokens(3, s.PromptLen, s.Vocab)
 	p := engine.SamplingParams{MaxTokens: s.NewTokens, Temperature: 1}
 	batched, err := engine.NewSampler(base, engine.SamplerOptions{Threads: s.Threads})
 	if err != nil {

@@ -349,11 +349,7 @@ func goSample(s shapes, base *engine.Model[float32], ad *engine.Adapter[float32]
 	if err := smp.SetAdapter(ad); err != nil {
 		return 0, err
 	}
-	rng := rand.New(rand.NewPCG(2, 2))
-	prompt := make([]int, s.PromptLen)
-	for i := range prompt {
-		prompt[i] = rng.IntN(s.Vocab)
-	}
+	prompt := randomTokens(2, s.PromptLen, s.Vocab)
 	p := engine.SamplingParams{MaxTokens: s.NewTokens, Temperature: 1, Seed: 1}
 	once := func() (int, error) {
 		seqs, _, err := smp.Sample(context.Background(), prompt, n, p)
@@ -485,6 +481,16 @@ func randomBF16Model(cfg engine.Config, seed uint64) (*engine.Model[float32], er
 	return m, m.CheckBF16()
 }
 
+// randomTokens returns n token ids below vocab, drawn from seed.
+func randomTokens(seed uint64, n, vocab int) []int {
+	rng := rand.New(rand.NewPCG(seed, seed))
+	out := make([]int, n)
+	for i := range out {
+		out[i] = rng.IntN(vocab)
+	}
+	return out
+}
+
 func b2i(b bool) int {
 	if b {
 		return 1
@@ -511,11 +517,7 @@ func grpoStep(s shapes, base *engine.Model[float32], promptLen, newTok int) (map
 	if err := smp.SetAdapter(tr.Adapter()); err != nil {
 		return nil, err
 	}
-	rng := rand.New(rand.NewPCG(3, 3))
-	prompt := make([]int, promptLen)
-	for i := range prompt {
-		prompt[i] = rng.IntN(s.Vocab)
-	}
+	prompt := randomTokens(3, promptLen, s.Vocab)
 	t0 := time.Now()
 	seqs, _, err := smp.Sample(context.Background(), prompt, s.N, engine.SamplingParams{MaxTokens: newTok, Temperature: 1, Seed: 3})
 	if err != nil {

@@ -68,22 +68,34 @@ func readBF16Matrices[T engine.Float](m *engine.Model[T], owner map[string]*shar
 			maps[s] = mp
 			*closers = append(*closers, mp)
 		}
-		if v, ok := safetensors.BF16View[kernels.BF16](mp, mp.Header.Tensors[t.Name]); ok {
-			if err := safetensors.CheckFiniteBF16(v); err != nil {
-				return &WeightError{File: s.path, Tensor: t.Name, Msg: "cannot read", Err: err}
-			}
-			*t.Data = v
+		v, mapped, err := bf16Tensor(s, mp, t.Name, buf)
+		if err != nil {
+			return err
+		}
+		*t.Data = v
+		if mapped {
 			info.MappedBytes += int64(2 * len(v))
-			continue
 		}
-		d := make([]kernels.BF16, ti.Elems())
-		if err := safetensors.ReadBF16(s.f, ti, d, buf, true); err != nil {
-			return &WeightError{File: s.path, Tensor: t.Name, Msg: "cannot read", Err: err}
-		}
-		*t.Data = d
 	}
 	info.MatricesBF16 = true
 	return m.CheckBF16()
+}
+
+// bf16Tensor returns the BF16 tensor name of shard s, every value finite:
+// a view of s's mapping mp when aligned (mapped), else read into memory.
+func bf16Tensor(s *shard, mp *safetensors.Mapping, name string, buf []byte) (v []kernels.BF16, mapped bool, err error) {
+	ti := s.h.Tensors[name]
+	v, mapped = safetensors.BF16View[kernels.BF16](mp, mp.Header.Tensors[name])
+	if mapped {
+		err = safetensors.CheckFiniteBF16(v)
+	} else {
+		v = make([]kernels.BF16, ti.Elems())
+		err = safetensors.ReadBF16(s.f, ti, v, buf, true)
+	}
+	if err != nil {
+		return nil, false, &WeightError{File: s.path, Tensor: name, Msg: "cannot read", Err: err}
+	}
+	return v, mapped, nil
 }
 
 // tiedHeadBF16 is tiedHead for a bfloat16 model: an lm_head.weight equal
@@ -103,39 +115,34 @@ func tiedHeadBF16[T engine.Float](s *shard, m *engine.Model[T], info *Info, o Op
 	if err != nil {
 		return &WeightError{File: s.path, Msg: "cannot map the weight file", Err: err}
 	}
-	head, ok := safetensors.BF16View[kernels.BF16](mp, mp.Header.Tensors[name])
-	if !ok {
-		head = make([]kernels.BF16, v*d)
-		err = safetensors.ReadBF16(s.f, ti, head, nil, false)
-	}
-	if err == nil {
-		err = safetensors.CheckFiniteBF16(head)
-	}
+	keep := false // the untied head is a view of mp: m closes it
+	defer func() {
+		if !keep {
+			mp.Close()
+		}
+	}()
+	head, mapped, err := bf16Tensor(s, mp, name, nil)
 	if err != nil {
-		mp.Close()
-		return &WeightError{File: s.path, Tensor: name, Msg: "cannot read", Err: err}
+		return err
 	}
 	for i, x := range head {
 		if e := m.BF16.Embed[i]; x != e {
 			if !o.UntieDifferentHead {
-				mp.Close()
 				return &WeightError{File: s.path, Tensor: name, Msg: fmt.Sprintf(
 					"tie_word_embeddings is true but lm_head.weight differs from model.embed_tokens.weight (element %d: %v vs %v); transformers would ignore it, load with hf.WithUntieDifferentHead() to keep it", i, x.Float32(), e.Float32())}
 			}
 			m.Config.TiedEmbed = false
 			m.BF16.Unembed = head
 			info.Untied = true
-			if ok {
+			if mapped {
 				info.MappedBytes += int64(2 * len(head))
 				closers := m.BF16.Keep.(*multiCloser)
 				*closers = append(*closers, mp)
-			} else {
-				mp.Close()
+				keep = true
 			}
 			return nil
 		}
 	}
-	mp.Close()
 	info.DroppedLMHead = true
 	return nil
 }

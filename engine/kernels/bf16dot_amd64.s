@@ -6,8 +6,17 @@
 // as its EVEX bytes (the register-register form, EVEX.512.F3.0F38.W0 52 /r),
 // each line commented with the instruction in Go operand order: source 2,
 // source 1, destination. TestBF16Encodings re-encodes every such comment
-// and checks the bytes. These files are generated; their arithmetic is
-// checked against a Go emulation of the instruction (bf16_test.go).
+// and checks the bytes. Their arithmetic is checked against a Go
+// emulation of the instruction (bf16_test.go).
+
+// PREFETCH4ROWS asks for the lines at IDX past B's four row pointers (DI,
+// R12, R13, BX), into L2: the rows of the next tile at this depth. Rows of
+// a few KiB are streams too short for the hardware prefetchers to follow.
+#define PREFETCH4ROWS(IDX) \
+	PREFETCHT1 (DI)(IDX);  \
+	PREFETCHT1 (R12)(IDX); \
+	PREFETCHT1 (R13)(IDX); \
+	PREFETCHT1 (BX)(IDX)
 
 // func bdotKernel4x4(k int, a *BF16, lda int, b *BF16, ldb int, c *float32, ldc int, alpha float32, beta float32)
 //
@@ -56,11 +65,7 @@ TEXT ·bdotKernel4x4(SB), NOSPLIT, $0-64
 bd4loop:
 	CMPQ CX, $32
 	JL bd4tail
-	// The next 4 rows' lines at this depth (see bdotKernel1x8Split).
-	PREFETCHT1 (DI)(R9*4)
-	PREFETCHT1 (R12)(R9*4)
-	PREFETCHT1 (R13)(R9*4)
-	PREFETCHT1 (BX)(R9*4)
+	PREFETCH4ROWS(R9*4) // the next 4 rows
 	VMOVDQU16 (SI), Z0
 	VMOVDQU16 (R10), Z1
 	VMOVDQU16 (R11), Z2
@@ -249,15 +254,8 @@ TEXT ·bdotKernel1x8(SB), NOSPLIT, $0-48
 bd1loop:
 	CMPQ CX, $32
 	JL bd1tail
-	// The next 8 rows' lines at this depth (see bdotKernel1x8Split).
-	PREFETCHT1 (DI)(R9*2)
-	PREFETCHT1 (R12)(R9*2)
-	PREFETCHT1 (R13)(R9*2)
-	PREFETCHT1 (BX)(R9*2)
-	PREFETCHT1 (DI)(R10*1)
-	PREFETCHT1 (R12)(R10*1)
-	PREFETCHT1 (R13)(R10*1)
-	PREFETCHT1 (BX)(R10*1)
+	PREFETCH4ROWS(R9*2) // the next 8 rows
+	PREFETCH4ROWS(R10*1)
 	VMOVDQU16 (SI), Z0
 	VMOVDQU16 (DI), Z1
 	BYTE $0x62; BYTE $0xe2; BYTE $0x7e; BYTE $0x48; BYTE $0x52; BYTE $0xc1 // VDPBF16PS Z1, Z0, Z16
@@ -395,11 +393,7 @@ TEXT ·bdotKernel4x4Split(SB), NOSPLIT, $0-64
 bd4sloop:
 	CMPQ CX, $32
 	JL bd4stail
-	// The next 4 rows' lines at this depth (see bdotKernel1x8Split).
-	PREFETCHT1 (DI)(R9*4)
-	PREFETCHT1 (R12)(R9*4)
-	PREFETCHT1 (R13)(R9*4)
-	PREFETCHT1 (BX)(R9*4)
+	PREFETCH4ROWS(R9*4) // the next 4 rows
 	VMOVDQU16 (SI), Z0
 	VMOVDQU16 (SI)(R8*1), Z5
 	VMOVDQU16 (R10), Z1
@@ -625,16 +619,8 @@ TEXT ·bdotKernel1x8Split(SB), NOSPLIT, $0-56
 bd1sloop:
 	CMPQ CX, $32
 	JL bd1stail
-	// The next 8 rows' lines at this depth: each row is a short stream
-	// the hardware prefetchers do not follow.
-	PREFETCHT1 (DI)(R9*2)
-	PREFETCHT1 (R12)(R9*2)
-	PREFETCHT1 (R13)(R9*2)
-	PREFETCHT1 (BX)(R9*2)
-	PREFETCHT1 (DI)(R10*1)
-	PREFETCHT1 (R12)(R10*1)
-	PREFETCHT1 (R13)(R10*1)
-	PREFETCHT1 (BX)(R10*1)
+	PREFETCH4ROWS(R9*2) // the next 8 rows
+	PREFETCH4ROWS(R10*1)
 	VMOVDQU16 (SI), Z0
 	VMOVDQU16 (R8), Z5
 	VMOVDQU16 (DI), Z1
