@@ -61,8 +61,22 @@ var widenRow func(dst []float32, src []BF16)
 // Which arithmetic runs depends on the CPU, as for Sgemm; BF16Implementation
 // reports it.
 //
+//   - amx (AMX-BF16 and AVX512_BF16, the default where the CPU and the
+//     operating system have them: Intel's Xeons from Sapphire Rapids on,
+//     Linux 5.16 or later): A is split into hi and lo parts as below and
+//     the tile unit multiplies them with B, each step of 32 depth elements
+//     adding hi·B, then lo·B, to float32 sums, an element's sum over the
+//     whole depth in one chain. Products of at most 16 rows with transB
+//     and a depth that is a multiple of 32 (the sampling step) read B in
+//     place, 32 rows at a time, as the tile unit's left operand, and are
+//     row-invariant as the dot route below; the others pack B in panels of
+//     32 columns and run 32×32 blocks of C at several times Sgemm's rate.
+//     The tile unit's rounding within a step is its own (the products are
+//     exact; the order of the sums within a step is not documented), so
+//     tests hold it to float64 arithmetic. Other products run as
+//     avx512bf16 does.
 //   - avx512bf16 (AVX512_BF16 and AVX512BW, the default where the CPU has
-//     them): a product with at most 16 rows and transB (the sampling step,
+//     them but no AMX, or TANDEM_KERNELS=avx512): a product with at most 16 rows and transB (the sampling step,
 //     bound by streaming B) splits each element of A into two bfloat16
 //     parts, hi (A rounded to nearest, ties to even) and lo (A − hi,
 //     rounded), which hold it to 16 significant bits (a relative error
@@ -116,8 +130,12 @@ func sgemmBF16(p Par, ks *bf16Kernels, transB bool, m, n, k int, alpha float32, 
 	switch {
 	case ks == nil:
 		widenGemm(p, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+	case transB && m <= bf16DotRows && ks.split && amx != nil && k%amxKS == 0:
+		amxDotGemm(p, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 	case transB && m <= bf16DotRows:
 		bf16DotGemm(p, ks, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+	case ks.split && amx != nil:
+		amxGemm(p, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 	case ks.split:
 		// Past the sampling step's rows the products are compute-bound:
 		// float32 arithmetic on widened weights runs at Sgemm's rate (split
@@ -130,8 +148,11 @@ func sgemmBF16(p Par, ks *bf16Kernels, transB bool, m, n, k int, alpha float32, 
 }
 
 // BF16Implementation names the arithmetic SgemmBF16 runs on this machine:
-// "avx512bf16" or "widen".
+// "amx", "avx512bf16" or "widen".
 func BF16Implementation() string {
+	if amx != nil {
+		return "amx"
+	}
 	if bf16Split != nil {
 		return "avx512bf16"
 	}

@@ -26,8 +26,9 @@
 //   - go4x4: a portable Go micro-kernel (other architectures, the purego
 //     build tag, or TANDEM_KERNELS=purego in the environment).
 //
-// TANDEM_KERNELS=avx2 keeps an AVX-512 machine on the AVX2 kernels;
-// Implementation reports the choice. Sdot, Saxpy, Ddot and Daxpy use AVX2+FMA
+// TANDEM_KERNELS=avx2 keeps an AVX-512 machine on the AVX2 kernels, and
+// TANDEM_KERNELS=avx512 keeps an AMX machine's SgemmBF16 off the tile
+// unit; Implementation and BF16Implementation report the choice. Sdot, Saxpy, Ddot and Daxpy use AVX2+FMA
 // assembly whenever the CPU has it.
 //
 // The driver around the micro-kernels follows the BLIS design. B is packed
