@@ -50,21 +50,15 @@ func newHeadView[T Float](cfg Config, h int) headView[T] {
 func (hv headView[T]) qcol(m []T, row int) []T { return m[row*hv.qd+hv.q0 : row*hv.qd+hv.q0+hv.hd] }
 func (hv headView[T]) kcol(m []T, row int) []T { return m[row*hv.kd+hv.k0 : row*hv.kd+hv.k0+hv.hd] }
 
-// keyRow maps column j of a probability row to its key row: the first aN
-// columns are rows aOff…, the rest rows bOff….
-func keyRow(j, aOff, aN, bOff int) int {
-	if j < aN {
-		return aOff + j
-	}
-	return bOff + j - aN
-}
-
 // attnForward computes grouped-query attention for every span of a packed
 // batch: out = softmax(q·kᵀ/√hd + mask)·v per query head h, whose keys and
 // values are those of KV head h/(Heads/KVHeads) (Hugging Face's repeat_kv),
 // with q and k already rotated and the mask of [span]. q and out are
 // n×QDim, k and v n×KVDim. probs receives each (span, query head)'s
-// probabilities (zero where masked). (span, head) pairs run in parallel.
+// probabilities (zero where masked). (span, head) pairs run in parallel,
+// each as matrix products on one thread: the scores of a whole block of
+// rows against its keys (the masked ones computed, then cleared), softmax
+// per row, then the probabilities times the values.
 func attnForward[T Float](p par, cfg Config, spans []span, q, k, v, out, probs []T) {
 	nh := cfg.Heads
 	p.forEach(len(spans)*nh, 1, func(lo, hi int) {
@@ -72,45 +66,59 @@ func attnForward[T Float](p par, cfg Config, spans []span, q, k, v, out, probs [
 			s, h := &spans[task/nh], task%nh
 			hv := newHeadView[T](cfg, h)
 			pm := probs[s.poff+h*s.size : s.poff+(h+1)*s.size]
-			for i := 0; i < s.n; i++ {
-				hv.forwardRow(s.off+i, s.off, i+1, 0, 0, pm[i*s.n:(i+1)*s.n], q, k, v, out)
-			}
+			hv.forwardBlock(s.off, s.n, s.off, s.n, 0, 0, pm, q, k, v, out)
 			for _, b := range s.branches {
-				w := s.n + b.n
-				for i := 0; i < b.n; i++ {
-					hv.forwardRow(b.off+i, s.off, s.n, b.off, i+1, pm[b.poff+i*w:b.poff+(i+1)*w], q, k, v, out)
-				}
+				hv.forwardBlock(b.off, b.n, s.off, s.n, b.off, b.n, pm[b.poff:], q, k, v, out)
 			}
 		}
 	})
 }
 
-// forwardRow attends query row r to key rows aOff…aOff+aN−1 then
-// bOff…bOff+bN−1, in that order, writing the probabilities to
-// row[:aN+bN] (the rest of row is cleared) and the output to out's row r.
-func (hv headView[T]) forwardRow(r, aOff, aN, bOff, bN int, row, q, k, v, out []T) {
-	nk := aN + bN
-	qi := hv.qcol(q, r)
+// forwardBlock attends query rows r0…r0+n−1 to key rows aOff…aOff+aN−1
+// (all of them when bN > 0, else causally: row i to keys 0…i) and then,
+// causally, to bOff…bOff+bN−1 (row i to its keys 0…i). Row i's
+// probabilities go to pm[i·w:][:w], w = aN + bN, and its output to out's
+// row r0+i.
+func (hv headView[T]) forwardBlock(r0, n, aOff, aN, bOff, bN int, pm, q, k, v, out []T) {
+	one := par{threads: 1}
+	w, hd, sc := aN+bN, hv.hd, T(hv.scale)
+	qb := q[r0*hv.qd+hv.q0:]
+	gemm(one, false, true, n, aN, hd, sc, qb, hv.qd, k[aOff*hv.kd+hv.k0:], hv.kd, 0, pm, w)
+	if bN > 0 {
+		gemm(one, false, true, n, bN, hd, sc, qb, hv.qd, k[bOff*hv.kd+hv.k0:], hv.kd, 0, pm[aN:], w)
+	}
+	for i := range n {
+		row := pm[i*w : (i+1)*w]
+		nk := i + 1 // the causal part's keys
+		if bN > 0 {
+			nk = aN + i + 1
+		}
+		softmaxRow(row[:nk])
+		clear(row[nk:])
+	}
+	ob := out[r0*hv.qd+hv.q0:]
+	gemm(one, false, false, n, hd, aN, 1, pm, w, v[aOff*hv.kd+hv.k0:], hv.kd, 0, ob, hv.qd)
+	if bN > 0 {
+		gemm(one, false, false, n, hd, bN, 1, pm[aN:], w, v[bOff*hv.kd+hv.k0:], hv.kd, 1, ob, hv.qd)
+	}
+}
+
+// softmaxRow replaces the scores in row by their softmax, in float64.
+func softmaxRow[T Float](row []T) {
 	mx := math.Inf(-1)
-	for j := 0; j < nk; j++ {
-		sc := float64(dot(qi, hv.kcol(k, keyRow(j, aOff, aN, bOff)))) * hv.scale
-		row[j] = T(sc)
-		mx = math.Max(mx, sc)
+	for _, x := range row {
+		mx = math.Max(mx, float64(x))
 	}
 	var sum float64
-	for j := 0; j < nk; j++ {
-		e := math.Exp(float64(row[j]) - mx)
+	for j, x := range row {
+		e := math.Exp(float64(x) - mx)
 		row[j] = T(e)
 		sum += e
 	}
 	inv := 1 / sum
-	oi := hv.qcol(out, r)
-	clear(oi)
-	for j := 0; j < nk; j++ {
+	for j := range row {
 		row[j] = T(float64(row[j]) * inv)
-		axpy(row[j], hv.kcol(v, keyRow(j, aOff, aN, bOff)), oi)
 	}
-	clear(row[nk:])
 }
 
 // attnBackward takes dout and the forward's q, k, v, probs and writes dq, dk,
@@ -123,7 +131,7 @@ func attnBackward[T Float](p par, cfg Config, spans []span, q, k, v, probs, dout
 	nkv := cfg.kvHeads()
 	rep := cfg.Heads / nkv
 	p.forEach(len(spans)*nkv, 1, func(lo, hi int) {
-		ds := make([]T, 0, 64)
+		var ds []T
 		for task := lo; task < hi; task++ {
 			s, g := &spans[task/nkv], task%nkv
 			rows := func(fn func(i int)) {
@@ -147,46 +155,51 @@ func attnBackward[T Float](p par, cfg Config, spans []span, q, k, v, probs, dout
 			for h := g * rep; h < (g+1)*rep; h++ {
 				hv := newHeadView[T](cfg, h)
 				pm := probs[s.poff+h*s.size : s.poff+(h+1)*s.size]
-				for i := 0; i < s.n; i++ {
-					ds = hv.backwardRow(s.off+i, s.off, i+1, 0, 0, pm[i*s.n:(i+1)*s.n], q, k, v, dout, dq, dk, dv, ds)
-				}
+				ds = hv.backwardBlock(s.off, s.n, s.off, s.n, 0, 0, pm, q, k, v, dout, dq, dk, dv, ds)
 				for _, b := range s.branches {
-					w := s.n + b.n
-					for i := 0; i < b.n; i++ {
-						ds = hv.backwardRow(b.off+i, s.off, s.n, b.off, i+1, pm[b.poff+i*w:b.poff+(i+1)*w], q, k, v, dout, dq, dk, dv, ds)
-					}
+					ds = hv.backwardBlock(b.off, b.n, s.off, s.n, b.off, b.n, pm[b.poff:], q, k, v, dout, dq, dk, dv, ds)
 				}
 			}
 		}
 	})
 }
 
-// backwardRow adds query row r's contribution to dq (its own row) and to dk,
-// dv of its keys (laid out as in forwardRow). ds is scratch, returned grown.
-func (hv headView[T]) backwardRow(r, aOff, aN, bOff, bN int, row, q, k, v, dout, dq, dk, dv, ds []T) []T {
-	nk := aN + bN
-	ds = grow(ds, nk, false)
-	doi := hv.qcol(dout, r)
-	// dP[i,j] = dout_i·v_j; dS = P⊙(dP − Σ P⊙dP)
-	var acc float64
-	for j := 0; j < nk; j++ {
-		kr := keyRow(j, aOff, aN, bOff)
-		dp := dot(doi, hv.kcol(v, kr))
-		ds[j] = dp
-		acc += float64(row[j]) * float64(dp)
-		axpy(row[j], doi, hv.kcol(dv, kr))
+// backwardBlock adds the contribution of query rows r0…r0+n−1 (laid out
+// as in forwardBlock) to their rows of dq and to dk, dv of their keys. ds
+// is scratch, returned grown.
+func (hv headView[T]) backwardBlock(r0, n, aOff, aN, bOff, bN int, pm, q, k, v, dout, dq, dk, dv, ds []T) []T {
+	one := par{threads: 1}
+	w, hd := aN+bN, hv.hd
+	ds = grow(ds, n*w, false)
+	dob, qb, dqb := dout[r0*hv.qd+hv.q0:], q[r0*hv.qd+hv.q0:], dq[r0*hv.qd+hv.q0:]
+	ka, va, dka, dva := k[aOff*hv.kd+hv.k0:], v[aOff*hv.kd+hv.k0:], dk[aOff*hv.kd+hv.k0:], dv[aOff*hv.kd+hv.k0:]
+	// dP = dout·vᵀ; dv += Pᵀ·dout.
+	gemm(one, false, true, n, aN, hd, 1, dob, hv.qd, va, hv.kd, 0, ds, w)
+	gemm(one, true, false, aN, hd, n, 1, pm, w, dob, hv.qd, 1, dva, hv.kd)
+	var kb, vb, dkb, dvb []T
+	if bN > 0 {
+		kb, vb, dkb, dvb = k[bOff*hv.kd+hv.k0:], v[bOff*hv.kd+hv.k0:], dk[bOff*hv.kd+hv.k0:], dv[bOff*hv.kd+hv.k0:]
+		gemm(one, false, true, n, bN, hd, 1, dob, hv.qd, vb, hv.kd, 0, ds[aN:], w)
+		gemm(one, true, false, bN, hd, n, 1, pm[aN:], w, dob, hv.qd, 1, dvb, hv.kd)
 	}
-	a := T(acc)
-	sc := T(hv.scale)
-	dqi, qi := hv.qcol(dq, r), hv.qcol(q, r)
-	for j := 0; j < nk; j++ {
-		g := row[j] * (ds[j] - a) * sc
-		if g == 0 {
-			continue
+	// dS = P⊙(dP − Σⱼ P⊙dP)·scale, zero where P is.
+	for i := range n {
+		prow, drow := pm[i*w:(i+1)*w], ds[i*w:(i+1)*w]
+		var acc float64
+		for j, pj := range prow {
+			acc += float64(pj) * float64(drow[j])
 		}
-		kr := keyRow(j, aOff, aN, bOff)
-		axpy(g, hv.kcol(k, kr), dqi)
-		axpy(g, qi, hv.kcol(dk, kr))
+		a, sc := T(acc), T(hv.scale)
+		for j, pj := range prow {
+			drow[j] = pj * (drow[j] - a) * sc
+		}
+	}
+	// dq += dS·k; dk += dSᵀ·q.
+	gemm(one, false, false, n, hd, aN, 1, ds, w, ka, hv.kd, 1, dqb, hv.qd)
+	gemm(one, true, false, aN, hd, n, 1, ds, w, qb, hv.qd, 1, dka, hv.kd)
+	if bN > 0 {
+		gemm(one, false, false, n, hd, bN, 1, ds[aN:], w, kb, hv.kd, 1, dqb, hv.qd)
+		gemm(one, true, false, bN, hd, n, 1, ds[aN:], w, qb, hv.qd, 1, dkb, hv.kd)
 	}
 	return ds
 }

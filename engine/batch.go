@@ -243,8 +243,8 @@ func (kr keyRange[T]) key(j int) []T { return kr.k[j*kr.kvd+kr.k0 : j*kr.kvd+kr.
 func (kr keyRange[T]) val(j int) []T { return kr.v[j*kr.kvd+kr.k0 : j*kr.kvd+kr.k0+kr.hd] }
 
 // attendRow writes softmax(q·kⱼ·scale)·vⱼ over the keys of a then those
-// of b into out, with the arithmetic of [headView.forwardRow]; sc is
-// scratch, returned.
+// of b into out, one dot product per key and the softmax in float64; sc
+// is scratch, returned.
 func attendRow[T Float](q []T, scale float64, a, b keyRange[T], out, sc []T) []T {
 	nk := a.n + b.n
 	sc = grow(sc, nk, false)
