@@ -11,14 +11,17 @@ import "math"
 // more unembedding product, bit-identical to the forward's) and turns them
 // into their gradient in place.
 
-// logitBudget bounds the elements of one chunk of logits.
-const logitBudget = 1 << 22
+// logitBudget bounds the elements of one chunk of logits: 128 MiB in
+// float32. Each chunk reads (and the kernels pack) the whole unembedding
+// matrix once more, so for Qwen's vocabulary the chunk's rows, 220, are
+// what amortises it: 64 rows spent a third of a training step there.
+const logitBudget = 1 << 25
 
 // logitRows returns the rows of one chunk of logits: as many as fit in
 // logitBudget, at least 64 so the unembedding stays a matrix product that
 // reuses each weight row (fewer rows would make it bandwidth-bound). For
-// tandem's 98-token vocabulary a chunk holds 42,799 rows, so a whole batch
-// is one chunk.
+// tandem's 98-token vocabulary a chunk holds 342,392 rows, so a whole
+// batch is one chunk.
 func logitRows(vocab int) int { return max(64, logitBudget/vocab) }
 
 // chunk returns the rows of one chunk of a's logits: a.chunkRows when set
