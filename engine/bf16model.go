@@ -14,12 +14,14 @@ import (
 //
 // Such a model is a frozen base: LoRA trainers train over it and samplers
 // sample it, with every product computed from the 16-bit weights directly
-// (kernels.Par.SgemmBF16, accumulating in float32: on CPUs with
-// AVX512_BF16 the sampling step's products split each activation into a
-// bfloat16 high part and a bfloat16 remainder for VDPBF16PS, keeping
-// float32's accuracy in the activations; larger products, and every product
-// elsewhere, widen the weights to float32 a block at a time). A full-parameter trainer refuses it; [Merge], [SaveBase] and
-// [ConvertModel] work on its widened copy ([Model.Widen]).
+// (kernels.Par.SgemmBF16, accumulating in float32, each activation split
+// into a bfloat16 high part and a bfloat16 remainder, which keeps 16 of
+// its significant bits: on CPUs with AMX-BF16 every product runs on the
+// tile unit; with AVX512_BF16 alone the sampling step's products run
+// VDPBF16PS and larger ones widen the weights to float32 a block at a
+// time, as every product does elsewhere). A full-parameter trainer
+// refuses it; [Merge], [SaveBase] and [ConvertModel] work on its widened
+// copy ([Model.Widen]).
 type MatricesBF16 struct {
 	Embed   []kernels.BF16 // Vocab×Dim
 	Unembed []kernels.BF16 // Vocab×Dim; nil when Config.TiedEmbed
