@@ -24,14 +24,15 @@ type amxKernels struct {
 	store func(c []float32, ldc int, s []float32, lds, rows, cols int, alpha, beta float32)
 	// dot computes the raw sums of blocks consecutive blocks of amxMR rows
 	// of W (n×k, stride ldw, read in place) against the packed rows of A
-	// (see amxDotGemm) over ks steps of amxKS depth elements into s:
-	// per block, W's rows by A's 16 rows, for A's hi parts, then its lo
-	// parts (amxMR·32 floats).
-	dot func(ks int, w []BF16, ldw int, x []BF16, blocks int, s []float32)
+	// (see amxDotGemm) over ks steps of amxKS depth elements into s: per
+	// block, W's rows by 16 columns, each the hi or the lo parts of a row
+	// of A, twice for up to 16 rows of A (amxMR·32 floats), once when
+	// narrow (at most 8 rows, amxMR·16 floats).
+	dot func(narrow bool, ks int, w []BF16, ldw int, x []BF16, blocks int, s []float32)
 	// dotStore sets C = alpha·(Shi + Slo)ᵀ + beta·C for one block of
-	// dot's sums: rows×cols elements (rows <= 16, cols <= amxMR), as store
-	// does.
-	dotStore func(c []float32, ldc int, s []float32, rows, cols int, alpha, beta float32)
+	// dot's sums, the lo sums lo floats past the hi ones: rows×cols
+	// elements (rows <= 16, cols <= amxMR), as store does.
+	dotStore func(c []float32, ldc int, s []float32, lo, rows, cols int, alpha, beta float32)
 }
 
 var amx *amxKernels
@@ -145,29 +146,36 @@ func amxGemm(p Par, transB bool, m, n, k int, alpha float32, a []float32, lda in
 // left operand, read in place, 32 rows at a time (a zero-padded copy of
 // the last partial block), and A's rows split into hi and lo parts as the
 // other routes do, packed as the right operand: per pair of depth steps
-// q, the dword pair of each of 16 rows (zero below m), the hi parts then
-// the lo parts. Each element of C is the sum over the whole depth, step
-// after step, of its row of B with its row of A, by the same tile
-// instructions whatever m is, how the blocks are split into work items
-// or which thread runs them: a row computed alone equals the same row
-// among up to 16 (continuous batching relies on it).
+// q, 16 dword pairs, one per column, zero past A's rows. Up to 8 rows of A
+// share one tile per step (hi parts in columns 0-7, lo parts in 8-15);
+// more take two (hi, then lo, 16 rows each). Each element of C is its hi
+// column's sum plus its lo column's, each summed over the whole depth,
+// step after step, by the same tile instructions whichever column holds
+// it, whatever m is, how the blocks are split into work items or which
+// thread runs them: a row computed alone equals the same row among up to
+// 16 (continuous batching relies on it).
 func amxDotGemm(p Par, m, n, k int, alpha float32, a []float32, lda int, b []BF16, ldb int, beta float32, c []float32, ldc int) {
-	const rows = 16 // A's rows in a packed tile column
+	const cols = 16 // columns of a tile of A's parts
 	ks := k / amxKS
+	narrow := m <= cols/2
+	xLen, sLen, loCol, loOff := 2*k*cols, amxMR*2*cols, cols*k/2, amxMR*cols
+	if narrow {
+		xLen, sLen, loCol, loOff = k*cols, amxMR*cols, cols/2, cols/2
+	}
 	xbuf := bf16Pool.Get().(*[]BF16)
 	defer bf16Pool.Put(xbuf)
-	x := growBF16(xbuf, 2*k*rows+2*k)
-	clear(x[:2*k*rows])
-	hi, lo := x[2*k*rows:2*k*rows+k], x[2*k*rows+k:]
-	x32 := unsafe.Slice((*uint32)(unsafe.Pointer(&x[0])), k*rows)
+	x := growBF16(xbuf, xLen+2*k)
+	clear(x[:xLen])
+	hi, lo := x[xLen:xLen+k], x[xLen+k:]
+	x32 := unsafe.Slice((*uint32)(unsafe.Pointer(&x[0])), xLen/2)
 	for t := range m {
 		splitBF16s(hi, lo, a[t*lda:][:k])
 		for q := range k / 2 {
-			x32[q*rows+t] = uint32(hi[2*q]) | uint32(hi[2*q+1])<<16
-			x32[(k/2+q)*rows+t] = uint32(lo[2*q]) | uint32(lo[2*q+1])<<16
+			x32[q*cols+t] = uint32(hi[2*q]) | uint32(hi[2*q+1])<<16
+			x32[q*cols+loCol+t] = uint32(lo[2*q]) | uint32(lo[2*q+1])<<16
 		}
 	}
-	x = x[:2*k*rows]
+	x = x[:xLen]
 
 	blocks := ceilDiv(n, amxMR)
 	// Streaming the weights is the cost: a thread per 256 KiB of them.
@@ -198,20 +206,20 @@ func amxDotGemm(p Par, m, n, k int, alpha float32, a []float32, lda int, b []BF1
 	parallelFor(threads, items, func(item, w int) {
 		b0 := item * chunk
 		nb := min(chunk, blocks-b0)
-		s := grow32(sbufs[w], nb*amxMR*2*rows)
+		s := grow32(sbufs[w], nb*sLen)
 		full := nb
 		if edge != nil && b0+nb == blocks {
 			full--
 		}
 		if full > 0 {
-			amx.dot(ks, b[b0*amxMR*ldb:], ldb, x, full, s)
+			amx.dot(narrow, ks, b[b0*amxMR*ldb:], ldb, x, full, s)
 		}
 		if full < nb {
-			amx.dot(ks, edge, k, x, 1, s[full*amxMR*2*rows:])
+			amx.dot(narrow, ks, edge, k, x, 1, s[full*sLen:])
 		}
 		for i := range nb {
 			j0 := (b0 + i) * amxMR
-			amx.dotStore(c[j0:], ldc, s[i*amxMR*2*rows:], m, min(amxMR, n-j0), alpha, beta)
+			amx.dotStore(c[j0:], ldc, s[i*sLen:], loOff, m, min(amxMR, n-j0), alpha, beta)
 		}
 	})
 }

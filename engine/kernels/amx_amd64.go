@@ -17,7 +17,10 @@ func amxTiles32(cfg *byte, ks int, a *BF16, lda int, b *BF16, pairs int, s *floa
 func amxDot32(cfg *byte, ks int, w *BF16, ldw int, x *BF16, blocks int, s *float32)
 
 //go:noescape
-func amxDotStore(c *float32, ldc int, s *float32, rows, cols int, alpha, beta float32)
+func amxDot32n(cfg *byte, ks int, w *BF16, ldw int, x *BF16, blocks int, s *float32)
+
+//go:noescape
+func amxDotStore(c *float32, ldc int, s *float32, lo int, rows, cols int, alpha, beta float32)
 
 //go:noescape
 func amxStore(c *float32, ldc int, s *float32, lds int, rows, cols int, alpha, beta float32)
@@ -57,13 +60,22 @@ func init() {
 			_, _ = c[(rows-1)*ldc+cols-1], s[(rows-1)*lds+cols-1]
 			amxStore(unsafe.SliceData(c), ldc, unsafe.SliceData(s), lds, rows, cols, alpha, beta)
 		},
-		dot: func(ks int, w []BF16, ldw int, x []BF16, blocks int, s []float32) {
+		dot: func(narrow bool, ks int, w []BF16, ldw int, x []BF16, blocks int, s []float32) {
+			if narrow {
+				_, _, _ = w[(blocks*amxMR-1)*ldw+ks*amxKS-1], x[ks*amxKS*16-1], s[blocks*amxMR*16-1]
+				amxDot32n(&amxConfig[0], ks, unsafe.SliceData(w), ldw, unsafe.SliceData(x), blocks, unsafe.SliceData(s))
+				return
+			}
 			_, _, _ = w[(blocks*amxMR-1)*ldw+ks*amxKS-1], x[2*ks*amxKS*16-1], s[blocks*amxMR*32-1]
 			amxDot32(&amxConfig[0], ks, unsafe.SliceData(w), ldw, unsafe.SliceData(x), blocks, unsafe.SliceData(s))
 		},
-		dotStore: func(c []float32, ldc int, s []float32, rows, cols int, alpha, beta float32) {
-			_, _ = c[(rows-1)*ldc+cols-1], s[amxMR*32-1]
-			amxDotStore(unsafe.SliceData(c), ldc, unsafe.SliceData(s), rows, cols, alpha, beta)
+		dotStore: func(c []float32, ldc int, s []float32, lo, rows, cols int, alpha, beta float32) {
+			last := lo + rows - 1 + 15*16 // the last gathered element
+			if cols > 16 {
+				last += 16 * 16
+			}
+			_, _ = c[(rows-1)*ldc+cols-1], s[last]
+			amxDotStore(unsafe.SliceData(c), ldc, unsafe.SliceData(s), lo, rows, cols, alpha, beta)
 		},
 	}
 }

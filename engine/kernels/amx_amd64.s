@@ -238,6 +238,59 @@ dstep:
 	BYTE $0xc4; BYTE $0xe2; BYTE $0x78; BYTE $0x49; BYTE $0xc0 // TILERELEASE
 	RET
 
+// func amxDot32n(cfg *byte, ks int, w *BF16, ldw int, x *BF16, blocks int, s *float32)
+//
+// amxDot32 for at most 8 rows of A: one tile of x per step holds, per
+// pair of depth elements, the hi parts' dword pairs of A's rows in
+// columns 0-7 and their lo parts' in columns 8-15 (SI), so two tiles of
+// sums (W's rows 0-15 and 16-31 by those 16 columns) take the place of
+// four, each column summed as amxDot32 sums it. Block b's sums go to s at
+// 2 KiB per block (R10, R11).
+TEXT ·amxDot32n(SB), NOSPLIT, $0-56
+	MOVQ cfg+0(FP), DI
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x78; BYTE $0x49; BYTE $0x07 // LDTILECFG [RDI]
+	MOVQ ldw+24(FP), AX
+	SHLQ $1, AX
+	MOVQ $64, BX
+	MOVQ w+16(FP), DI
+	MOVQ blocks+40(FP), R13
+	MOVQ s+48(FP), R10
+
+nblock:
+	MOVQ DI, R8
+	MOVQ AX, CX
+	SHLQ $4, CX
+	LEAQ (DI)(CX*1), R9
+	MOVQ x+32(FP), SI
+	MOVQ ks+8(FP), CX
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x7b; BYTE $0x49; BYTE $0xc0 // TILEZERO TMM0
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x7b; BYTE $0x49; BYTE $0xc8 // TILEZERO TMM1
+
+nstep:
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x7b; BYTE $0x4b; BYTE $0x24; BYTE $0x00 // TILELOADD TMM4, [R8+RAX*1]
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x7b; BYTE $0x4b; BYTE $0x34; BYTE $0x1e // TILELOADD TMM6, [RSI+RBX*1]
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x4a; BYTE $0x5c; BYTE $0xc4             // TDPBF16PS TMM0, TMM4, TMM6
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x7b; BYTE $0x4b; BYTE $0x2c; BYTE $0x01 // TILELOADD TMM5, [R9+RAX*1]
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x4a; BYTE $0x5c; BYTE $0xcd             // TDPBF16PS TMM1, TMM5, TMM6
+	ADDQ $64, R8
+	ADDQ $64, R9
+	ADDQ $1024, SI
+	DECQ CX
+	JNZ  nstep
+
+	LEAQ 1024(R10), R11
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x7a; BYTE $0x4b; BYTE $0x04; BYTE $0x1a // TILESTORED [R10+RBX*1], TMM0
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x7a; BYTE $0x4b; BYTE $0x0c; BYTE $0x1b // TILESTORED [R11+RBX*1], TMM1
+	ADDQ $2048, R10
+	MOVQ AX, CX
+	SHLQ $5, CX
+	ADDQ CX, DI
+	DECQ R13
+	JNZ  nblock
+
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x78; BYTE $0x49; BYTE $0xc0 // TILERELEASE
+	RET
+
 // gatherIdx is 0, 16, …, 240: the float offsets of a column of a 16×16
 // tile of sums.
 DATA gatherIdx<>+0(SB)/4, $0
@@ -258,23 +311,26 @@ DATA gatherIdx<>+56(SB)/4, $224
 DATA gatherIdx<>+60(SB)/4, $240
 GLOBL gatherIdx<>(SB), RODATA|NOPTR, $64
 
-// func amxDotStore(c *float32, ldc int, s *float32, rows int, cols int, alpha float32, beta float32)
+// func amxDotStore(c *float32, ldc int, s *float32, lo int, rows int, cols int, alpha float32, beta float32)
 //
-// C = alpha·Sᵀ + beta·C for one block of amxDot32's sums (AVX-512): row t
-// of C, columns 0-15 and 16-31, is column t of the block's hi tiles plus
-// that of its lo tiles, gathered; cols (1-32) of each of the rows rows, the last ones
+// C = alpha·Sᵀ + beta·C for one block of amxDot32's or amxDot32n's sums
+// (AVX-512): row t of C, columns 0-15 and 16-31, is column t of the
+// block's first and second 16×16 tiles of hi sums, gathered, plus the
+// same of its lo sums, lo floats further on (SI, R11); cols (1-32) of each of the rows rows, the last ones
 // under a mask. Each element is fma(beta, C, alpha·S); C is not read when
 // beta == 0.
-TEXT ·amxDotStore(SB), NOSPLIT, $0-48
+TEXT ·amxDotStore(SB), NOSPLIT, $0-56
 	MOVQ         c+0(FP), DI
 	MOVQ         ldc+8(FP), R8
 	SHLQ         $2, R8
 	MOVQ         s+16(FP), SI
-	MOVQ         rows+24(FP), R10
-	MOVQ         cols+32(FP), CX
-	VBROADCASTSS alpha+40(FP), Z30
-	VBROADCASTSS beta+44(FP), Z31
-	MOVL         beta+44(FP), DX
+	MOVQ         lo+24(FP), R11
+	LEAQ         (SI)(R11*4), R11
+	MOVQ         rows+32(FP), R10
+	MOVQ         cols+40(FP), CX
+	VBROADCASTSS alpha+48(FP), Z30
+	VBROADCASTSS beta+52(FP), Z31
+	MOVL         beta+52(FP), DX
 	ANDL         $0x7fffffff, DX // beta == ±0
 	VMOVDQU32    gatherIdx<>(SB), Z29
 	// K3: columns 0-15 in use; K4: columns 16-31.
@@ -304,7 +360,7 @@ drow:
 	VGATHERDPS  (SI)(Z29*4), K1, Z0
 	KMOVW       K3, K1
 	VXORPS      Z2, Z2, Z2
-	VGATHERDPS  2048(SI)(Z29*4), K1, Z2
+	VGATHERDPS  (R11)(Z29*4), K1, Z2
 	VADDPS      Z2, Z0, Z0
 	VMULPS      Z0, Z30, Z0
 	TESTL       DX, DX
@@ -321,7 +377,7 @@ dputlow:
 	VGATHERDPS  1024(SI)(Z29*4), K1, Z0
 	KMOVW       K4, K1
 	VXORPS      Z2, Z2, Z2
-	VGATHERDPS  3072(SI)(Z29*4), K1, Z2
+	VGATHERDPS  1024(R11)(Z29*4), K1, Z2
 	VADDPS      Z2, Z0, Z0
 	VMULPS      Z0, Z30, Z0
 	TESTL       DX, DX
@@ -334,6 +390,7 @@ dputhigh:
 
 dnext:
 	ADDQ $4, SI
+	ADDQ $4, R11
 	ADDQ R8, DI
 	DECQ R10
 	JNZ  drow

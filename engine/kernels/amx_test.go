@@ -33,7 +33,7 @@ func TestAMXRouteAgainstReference(t *testing.T) {
 		// Several depth passes (amxKC = 2048), the last partial.
 		{false, 40, 70, 4500}, {true, 33, 50, 4097},
 		// The dot route's (m <= 16, k a multiple of 32).
-		{true, 1, 70, 64}, {true, 5, 33, 96}, {true, 16, 1000, 1024}, {true, 9, 4100, 32},
+		{true, 1, 70, 64}, {true, 5, 33, 96}, {true, 8, 40, 64}, {true, 16, 1000, 1024}, {true, 9, 4100, 32},
 	} {
 		for _, ab := range [][2]float32{{1, 0}, {-0.5, 1}, {2, 0.25}} {
 			alpha, beta := ab[0], ab[1]
@@ -175,7 +175,7 @@ func TestAMXEncodings(t *testing.T) {
 		require.Equal(t, want, got, "amx_amd64.s:%d: %s", n+1, fmt.Sprint(ins))
 		seen++
 	}
-	require.Equal(t, 2*(1+1)+(4+6+8+4)+(4+4+4+4), seen, "AMX lines: per kernel LDTILECFG and TILERELEASE; amxTiles32's 4 TILEZERO, 6 TILELOADD, 8 TDPBF16PS and 4 TILESTORED; amxDot32's 4, 4, 4 and 4")
+	require.Equal(t, 3*(1+1)+(4+6+8+4)+(4+4+4+4)+(2+3+2+2), seen, "AMX lines: per kernel LDTILECFG and TILERELEASE; amxTiles32's 4 TILEZERO, 6 TILELOADD, 8 TDPBF16PS and 4 TILESTORED; amxDot32's 4, 4, 4 and 4; amxDot32n's 2, 3, 2 and 2")
 }
 
 func atoi(s string) int {
