@@ -5,10 +5,11 @@ import (
 	"unsafe"
 )
 
-// The AMX route of SgemmBF16: products past the sampling step's rows, on
-// CPUs with AMX-BF16 (Intel's Sapphire Rapids and later), run on the tile
-// unit, which multiplies bfloat16 pairs at several times the rate the
-// vector units reach in float32.
+// The AMX routes of SgemmBF16: on CPUs with AMX-BF16 (Intel's Sapphire
+// Rapids and later) every product runs on the tile unit, which multiplies
+// bfloat16 pairs at several times the rate the vector units reach in
+// float32: amxGemm for products past the sampling step's rows, amxDotGemm
+// for the sampling step's.
 
 // amxKernels are the AMX route's kernels; amx is nil where the CPU or the
 // operating system has no AMX (or TANDEM_KERNELS asks for "avx512", "avx2"
