@@ -183,13 +183,14 @@ func (hv headView[T]) backwardBlock(r0, n, aOff, aN, bOff, bN int, pm, q, k, v, 
 		gemm(one, true, false, bN, hd, n, 1, pm[aN:], w, dob, hv.qd, 1, dvb, hv.kd)
 	}
 	// dS = P⊙(dP − Σⱼ P⊙dP)·scale, zero where P is.
+	sc := T(hv.scale)
 	for i := range n {
 		prow, drow := pm[i*w:(i+1)*w], ds[i*w:(i+1)*w]
 		var acc float64
 		for j, pj := range prow {
 			acc += float64(pj) * float64(drow[j])
 		}
-		a, sc := T(acc), T(hv.scale)
+		a := T(acc)
 		for j, pj := range prow {
 			drow[j] = pj * (drow[j] - a) * sc
 		}

@@ -80,17 +80,10 @@ func amxGemm(p Par, transB bool, m, n, k int, alpha float32, a []float32, lda in
 
 	abuf := bf16Pool.Get().(*[]BF16)
 	defer bf16Pool.Put(abuf)
-	bufs := bf16Scratch(threads)
-	defer putBF16Scratch(bufs)
-	sbufs := make([]*[]float32, threads)
-	for w := range sbufs {
-		sbufs[w] = amxPool.Get().(*[]float32)
-	}
-	defer func() {
-		for _, s := range sbufs {
-			amxPool.Put(s)
-		}
-	}()
+	bufs := takeScratch[BF16](&bf16Pool, threads)
+	defer putScratch(&bf16Pool, bufs)
+	sbufs := takeScratch[float32](&amxPool, threads)
+	defer putScratch(&amxPool, sbufs)
 	for pc := 0; pc < k; pc += amxKC {
 		kl := min(amxKC, k-pc)
 		kpad := ceilDiv(kl, amxKS) * amxKS
@@ -195,15 +188,8 @@ func amxDotGemm(p Par, m, n, k int, alpha float32, a []float32, lda int, b []BF1
 			copy(edge[j*k:(j+1)*k], b[(j0+j)*ldb:][:k])
 		}
 	}
-	sbufs := make([]*[]float32, threads)
-	for w := range sbufs {
-		sbufs[w] = amxPool.Get().(*[]float32)
-	}
-	defer func() {
-		for _, s := range sbufs {
-			amxPool.Put(s)
-		}
-	}()
+	sbufs := takeScratch[float32](&amxPool, threads)
+	defer putScratch(&amxPool, sbufs)
 	parallelFor(threads, items, func(item, w int) {
 		b0 := item * chunk
 		nb := min(chunk, blocks-b0)

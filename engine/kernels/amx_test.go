@@ -85,9 +85,7 @@ func TestAMXRouteAgainstReference(t *testing.T) {
 // no vvvv but TDPBF16PS's): op and pp per instruction, modrm and the rest
 // from the operands. Registers are numbered as in the instruction set
 // (0-15 for general registers, 0-7 for tiles).
-type vexAMX struct{}
-
-func (vexAMX) encode(pp, vvvv, op byte, reg, rmOrBase, index int, disp int, mem bool) []byte {
+func vexAMX(pp, vvvv, op byte, reg, rmOrBase, index int, disp int, mem bool) []byte {
 	inv := func(bit int) byte { return byte(^bit & 1) }
 	x := 0
 	if mem {
@@ -117,14 +115,13 @@ func (vexAMX) encode(pp, vvvv, op byte, reg, rmOrBase, index int, disp int, mem 
 // %tmm3,0x40(%r12,%r11,1)" and "tdpbf16ps %tmm7,%tmm5,%tmm3".
 func TestAMXEncodings(t *testing.T) {
 	t.Parallel()
-	var e vexAMX
 	regs := map[string]int{"RAX": 0, "RCX": 1, "RDX": 2, "RBX": 3, "RSP": 4, "RBP": 5, "RSI": 6, "RDI": 7}
 	for r := 8; r < 16; r++ {
 		regs["R"+strconv.Itoa(r)] = r
 	}
-	tileload := func(tmm, base, index, disp int) []byte { return e.encode(0b11, 0, 0x4b, tmm, base, index, disp, true) }
-	tilestore := func(tmm, base, index, disp int) []byte { return e.encode(0b10, 0, 0x4b, tmm, base, index, disp, true) }
-	tdp := func(dst, a, b int) []byte { return e.encode(0b10, byte(b), 0x5c, dst, a, 0, 0, false) }
+	tileload := func(tmm, base, index, disp int) []byte { return vexAMX(0b11, 0, 0x4b, tmm, base, index, disp, true) }
+	tilestore := func(tmm, base, index, disp int) []byte { return vexAMX(0b10, 0, 0x4b, tmm, base, index, disp, true) }
+	tdp := func(dst, a, b int) []byte { return vexAMX(0b10, byte(b), 0x5c, dst, a, 0, 0, false) }
 	require.Equal(t, []byte{0xc4, 0xe2, 0x7b, 0x4b, 0x7c, 0x1f, 0x40}, tileload(7, 7, 3, 64))
 	require.Equal(t, []byte{0xc4, 0x82, 0x7a, 0x4b, 0x5c, 0x1c, 0x40}, tilestore(3, 12, 11, 64))
 	require.Equal(t, []byte{0xc4, 0xe2, 0x42, 0x5c, 0xdd}, tdp(3, 5, 7))
@@ -136,9 +133,9 @@ func TestAMXEncodings(t *testing.T) {
 		re  *regexp.Regexp
 		enc func(m []string) []byte
 	}{
-		{regexp.MustCompile(`^LDTILECFG \[(R\w+)\]$`), func(m []string) []byte { return e.encode(0b00, 0, 0x49, 0, regs[m[1]], 0, 0, false)[:4:4] }},
-		{regexp.MustCompile(`^TILERELEASE$`), func([]string) []byte { return e.encode(0b00, 0, 0x49, 0, 0, 0, 0, false) }},
-		{regexp.MustCompile(`^TILEZERO TMM(\d)$`), func(m []string) []byte { return e.encode(0b11, 0, 0x49, atoi(m[1]), 0, 0, 0, false) }},
+		{regexp.MustCompile(`^LDTILECFG \[(R\w+)\]$`), func(m []string) []byte { return vexAMX(0b00, 0, 0x49, 0, regs[m[1]], 0, 0, false)[:4:4] }},
+		{regexp.MustCompile(`^TILERELEASE$`), func([]string) []byte { return vexAMX(0b00, 0, 0x49, 0, 0, 0, 0, false) }},
+		{regexp.MustCompile(`^TILEZERO TMM(\d)$`), func(m []string) []byte { return vexAMX(0b11, 0, 0x49, atoi(m[1]), 0, 0, 0, false) }},
 		{regexp.MustCompile(`^TILELOADD TMM(\d), ` + mem + `$`), func(m []string) []byte { return tileload(atoi(m[1]), regs[m[2]], regs[m[3]], atoi(m[4])) }},
 		{regexp.MustCompile(`^TILESTORED ` + mem + `, TMM(\d)$`), func(m []string) []byte { return tilestore(atoi(m[4]), regs[m[1]], regs[m[2]], atoi(m[3])) }},
 		{regexp.MustCompile(`^TDPBF16PS TMM(\d), TMM(\d), TMM(\d)$`), func(m []string) []byte { return tdp(atoi(m[1]), atoi(m[2]), atoi(m[3])) }},

@@ -263,19 +263,19 @@ const bf16DotRows = 16
 
 var bf16Pool = sync.Pool{New: func() any { return new([]BF16) }}
 
-// bf16Scratch takes one buffer per worker from bf16Pool;
-// putBF16Scratch returns them.
-func bf16Scratch(workers int) []*[]BF16 {
-	s := make([]*[]BF16, workers)
+// takeScratch takes one buffer per worker from pool (of *[]T);
+// putScratch returns them.
+func takeScratch[T any](pool *sync.Pool, workers int) []*[]T {
+	s := make([]*[]T, workers)
 	for w := range s {
-		s[w] = bf16Pool.Get().(*[]BF16)
+		s[w] = pool.Get().(*[]T)
 	}
 	return s
 }
 
-func putBF16Scratch(s []*[]BF16) {
+func putScratch[T any](pool *sync.Pool, s []*[]T) {
 	for _, b := range s {
-		bf16Pool.Put(b)
+		pool.Put(b)
 	}
 }
 
@@ -315,8 +315,8 @@ func bf16DotGemm(p Par, ks *bf16Kernels, m, n, k int, alpha float32, a []float32
 	const chunk = 16 // column tiles per work item
 	items := ceilDiv(colTiles, chunk)
 	threads = min(threads, items)
-	scratch := bf16Scratch(threads)
-	defer putBF16Scratch(scratch)
+	scratch := takeScratch[BF16](&bf16Pool, threads)
+	defer putScratch(&bf16Pool, scratch)
 	parallelFor(threads, items, func(item, w int) {
 		var tile [mr * nr]float32
 		for jt := item * chunk; jt < min((item+1)*chunk, colTiles); jt++ {
@@ -430,8 +430,8 @@ func bf16PackedGemm(p Par, ks *bf16Kernels, transB bool, m, n, k int, alpha floa
 	threads = min(threads, items)
 	abuf := bf16Pool.Get().(*[]BF16)
 	defer bf16Pool.Put(abuf)
-	scratch := bf16Scratch(threads)
-	defer putBF16Scratch(scratch)
+	scratch := takeScratch[BF16](&bf16Pool, threads)
+	defer putScratch(&bf16Pool, scratch)
 	for pc := 0; pc < k; pc += kc {
 		kl := min(kc, k-pc)
 		kp := ceilDiv(kl, 2)
