@@ -1,7 +1,8 @@
 // Command kernels measures the engine's matrix kernels on Qwen3-0.6B's
 // products (hidden 1024, MLP 3072), in float32 (Sgemm) and with bfloat16
-// weights (SgemmBF16, and SgemmBF16RoundA which rounds the activations),
-// next to float32 products through numpy in the same
+// weights (SgemmBF16, and SgemmBF16RoundA which rounds the activations)
+// and half-precision weights (SgemmF16), next to float32 products through
+// numpy in the same
 // run, and the machine's memory bandwidth against the 1-row decode product
 // streaming weights that do not fit in cache.
 //
@@ -64,6 +65,7 @@ type row struct {
 	F32        float64 `json:"f32_gflops"`
 	BF16       float64 `json:"bf16_gflops"`
 	BF16RoundA float64 `json:"bf16_rounda_gflops"`
+	F16        float64 `json:"f16_gflops"`
 	Numpy      float64 `json:"numpy_gflops,omitempty"`
 	BF16OverF  float64 `json:"bf16_over_f32"`
 	F32OverNp  float64 `json:"f32_over_numpy,omitempty"`
@@ -78,6 +80,9 @@ type report struct {
 	BandwidthGBs    float64 `json:"memory_bandwidth_gbs"`
 	DecodeBF16GBs   float64 `json:"decode_stream_bf16_gbs"`
 	DecodeF32GBs    float64 `json:"decode_stream_f32_gbs"`
+	DecodeF16GBs    float64 `json:"decode_stream_f16_gbs"`
+	DecodeF16Frac   float64 `json:"decode_stream_f16_of_bandwidth"`
+	DecodeF16OverF  float64 `json:"decode_stream_f16_speedup"`
 	DecodeBF16Frac  float64 `json:"decode_stream_bf16_of_bandwidth"`
 	DecodeBF16OverF float64 `json:"decode_stream_bf16_speedup"`
 	BLAS            string  `json:"numpy_blas,omitempty"`
@@ -115,7 +120,7 @@ func main() {
 	for _, s := range shapes {
 		r := measureShape(par, s, dur, np)
 		rep.Rows = append(rep.Rows, r)
-		fmt.Printf("%-20s f32 %7.1f   bf16 %7.1f   bf16 A rounded %7.1f GFLOP/s   bf16/f32 %.2f", s.Name, r.F32, r.BF16, r.BF16RoundA, r.BF16OverF)
+		fmt.Printf("%-20s f32 %7.1f   bf16 %7.1f   bf16 A rounded %7.1f   f16 %7.1f GFLOP/s   bf16/f32 %.2f", s.Name, r.F32, r.BF16, r.BF16RoundA, r.F16, r.BF16OverF)
 		if r.Numpy > 0 && rep.CoreName != "" {
 			r := &rep.Rows[len(rep.Rows)-1]
 			r.F32OverNp, r.BF16OverNp = r.F32/r.Numpy, r.BF16/r.Numpy
@@ -124,13 +129,15 @@ func main() {
 		fmt.Println()
 	}
 	rep.BandwidthGBs = bandwidth(*threads, dur)
-	rep.DecodeBF16GBs, rep.DecodeF32GBs = decodeStream(par, dur)
+	rep.DecodeBF16GBs, rep.DecodeF16GBs, rep.DecodeF32GBs = decodeStream(par, dur)
 	rep.DecodeBF16Frac = rep.DecodeBF16GBs / rep.BandwidthGBs
+	rep.DecodeF16Frac = rep.DecodeF16GBs / rep.BandwidthGBs
 	// Same rows, half the bytes: the speed-up per product is the ratio of
 	// the bytes rates times two.
 	rep.DecodeBF16OverF = 2 * rep.DecodeBF16GBs / rep.DecodeF32GBs
-	fmt.Printf("memory bandwidth (read) %.1f GB/s; 1-row decode over 240 MiB of weights: bf16 %.1f GB/s (%.0f%% of it), f32 %.1f GB/s; bf16 %.2f× faster per product\n",
-		rep.BandwidthGBs, rep.DecodeBF16GBs, 100*rep.DecodeBF16Frac, rep.DecodeF32GBs, rep.DecodeBF16OverF)
+	rep.DecodeF16OverF = 2 * rep.DecodeF16GBs / rep.DecodeF32GBs
+	fmt.Printf("memory bandwidth (read) %.1f GB/s; 1-row decode over 240 MiB of weights: bf16 %.1f GB/s (%.0f%% of it), f16 %.1f GB/s (%.0f%%), f32 %.1f GB/s; bf16 %.2f×, f16 %.2f× faster per product\n",
+		rep.BandwidthGBs, rep.DecodeBF16GBs, 100*rep.DecodeBF16Frac, rep.DecodeF16GBs, 100*rep.DecodeF16Frac, rep.DecodeF32GBs, rep.DecodeBF16OverF, rep.DecodeF16OverF)
 
 	if *asJSON {
 		b, _ := json.Marshal(rep)
@@ -138,8 +145,8 @@ func main() {
 	}
 }
 
-// measureShape times Sgemm, SgemmBF16, SgemmBF16RoundA and (with np)
-// numpy on s in turn,
+// measureShape times Sgemm, SgemmBF16, SgemmBF16RoundA, SgemmF16 and
+// (with np) numpy on s in turn,
 // four rounds of a twelfth of dur each, so all see the same machine; it
 // returns GFLOP/s.
 func measureShape(par kernels.Par, s shape, dur time.Duration, np *numpyProc) row {
@@ -148,15 +155,17 @@ func measureShape(par kernels.Par, s shape, dur time.Duration, np *numpyProc) ro
 	w32 := randF32(rng, s.N*s.K)
 	w16 := make([]kernels.BF16, len(w32))
 	kernels.RoundBF16(w16, w32)
-	kernels.WidenBF16(w32, w16) // the same values in both
+	kernels.WidenBF16(w32, w16) // the same values in all three
+	h16 := make([]kernels.F16, len(w32))
+	kernels.RoundF16(h16, w32)
 	c := make([]float32, s.M*s.N)
 	ldb := s.K
 	if !s.TransB {
 		ldb = s.N
 	}
 	flops := 2 * float64(s.M) * float64(s.N) * float64(s.K)
-	var tf, tb, tr time.Duration
-	var nf, nb, nr int
+	var tf, tb, tr, th time.Duration
+	var nf, nb, nr, nh int
 	var npSum float64
 	npRounds := 0
 	for range 4 {
@@ -166,6 +175,8 @@ func measureShape(par kernels.Par, s shape, dur time.Duration, np *numpyProc) ro
 		tb, nb = tb+d, nb+n
 		d, n = timeLoop(dur/12, func() { par.SgemmBF16RoundA(s.TransB, s.M, s.N, s.K, 1, a, s.K, w16, ldb, 0, c, s.N) })
 		tr, nr = tr+d, nr+n
+		d, n = timeLoop(dur/12, func() { par.SgemmF16(s.TransB, s.M, s.N, s.K, 1, a, s.K, h16, ldb, 0, c, s.N) })
+		th, nh = th+d, nh+n
 		if np != nil {
 			if g, err := np.measure(s, dur/12); err == nil {
 				npSum += g
@@ -176,7 +187,7 @@ func measureShape(par kernels.Par, s shape, dur time.Duration, np *numpyProc) ro
 		}
 	}
 	r := row{Shape: s.Name, F32: flops * float64(nf) / tf.Seconds() / 1e9, BF16: flops * float64(nb) / tb.Seconds() / 1e9,
-		BF16RoundA: flops * float64(nr) / tr.Seconds() / 1e9}
+		BF16RoundA: flops * float64(nr) / tr.Seconds() / 1e9, F16: flops * float64(nh) / th.Seconds() / 1e9}
 	r.BF16OverF = r.BF16 / r.F32
 	if npRounds > 0 {
 		r.Numpy = npSum / float64(npRounds)
@@ -238,23 +249,26 @@ func bandwidth(threads int, dur time.Duration) float64 {
 }
 
 // decodeStream runs the 1-row product over 40 projections of 3072×1024
-// (240 MiB in bfloat16, 480 MiB in float32), one after another as a
-// decode step streams a model's layers; it returns the weight bytes read
-// per second of each.
-func decodeStream(par kernels.Par, dur time.Duration) (bf, f32 float64) {
+// (240 MiB in bfloat16 or half precision, 480 MiB in float32), one after
+// another as a decode step streams a model's layers; it returns the
+// weight bytes read per second of each.
+func decodeStream(par kernels.Par, dur time.Duration) (bf, f16, f32 float64) {
 	const n, k, mats = 3072, 1024, 40
 	rng := rand.New(rand.NewPCG(2, 2))
 	a := randF32(rng, k)
 	w16 := make([][]kernels.BF16, mats)
+	h16 := make([][]kernels.F16, mats)
 	w32 := make([][]float32, mats)
 	for i := range mats {
 		w32[i] = randF32(rng, n*k)
 		w16[i] = make([]kernels.BF16, n*k)
 		kernels.RoundBF16(w16[i], w32[i])
+		h16[i] = make([]kernels.F16, n*k)
+		kernels.RoundF16(h16[i], w32[i])
 	}
 	c := make([]float32, n)
-	var tb, tf time.Duration
-	var nb, nf int
+	var tb, th, tf time.Duration
+	var nb, nh, nf int
 	for range 4 {
 		d, r := timeLoop(dur/8, func() {
 			for _, w := range w16 {
@@ -263,13 +277,19 @@ func decodeStream(par kernels.Par, dur time.Duration) (bf, f32 float64) {
 		})
 		tb, nb = tb+d, nb+r
 		d, r = timeLoop(dur/8, func() {
+			for _, w := range h16 {
+				par.SgemmF16(true, 1, n, k, 1, a, k, w, k, 0, c, n)
+			}
+		})
+		th, nh = th+d, nh+r
+		d, r = timeLoop(dur/8, func() {
 			for _, w := range w32 {
 				par.Sgemm(false, true, 1, n, k, 1, a, k, w, k, 0, c, n)
 			}
 		})
 		tf, nf = tf+d, nf+r
 	}
-	return float64(mats*n*k*2*nb) / tb.Seconds() / 1e9, float64(mats*n*k*4*nf) / tf.Seconds() / 1e9
+	return float64(mats*n*k*2*nb) / tb.Seconds() / 1e9, float64(mats*n*k*2*nh) / th.Seconds() / 1e9, float64(mats*n*k*4*nf) / tf.Seconds() / 1e9
 }
 
 // numpyProc is numpy_ref.py running, answering one measurement per line.

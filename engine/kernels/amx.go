@@ -88,7 +88,7 @@ func amxGemm(p Par, transB bool, m, n, k int, alpha float32, a []float32, lda in
 		kl := min(amxKC, k-pc)
 		kpad := ceilDiv(kl, amxKS) * amxKS
 		blockLen := 2 * amxMR * kpad
-		ab := growBF16(abuf, blocks*blockLen)
+		ab := growSlice(abuf, blocks*blockLen)
 		st := p.workers(blocks, int64(m)*int64(kl), minStreamPerThread)
 		parallelFor(st, blocks, func(ib, _ int) {
 			blk := ab[ib*blockLen : (ib+1)*blockLen]
@@ -115,7 +115,7 @@ func amxGemm(p Par, transB bool, m, n, k int, alpha float32, a []float32, lda in
 		parallelFor(threads, items, func(item, w int) {
 			jp0 := item * chunk
 			np := min(chunk, panels-jp0)
-			bp := growBF16(bufs[w], np*panelLen)
+			bp := growSlice(bufs[w], np*panelLen)
 			for q := range np {
 				j0 := (jp0 + q) * amxNR
 				dst := bp[q*panelLen : (q+1)*panelLen]
@@ -123,7 +123,7 @@ func amxGemm(p Par, transB bool, m, n, k int, alpha float32, a []float32, lda in
 				clear(dst[kp*amxNR*2:])
 			}
 			lds := np * amxNR
-			s := grow32(sbufs[w], amxMR*lds)
+			s := growSlice(sbufs[w], amxMR*lds)
 			j0 := jp0 * amxNR
 			cols := min(lds, n-j0)
 			for ib := range blocks {
@@ -158,7 +158,7 @@ func amxDotGemm(p Par, m, n, k int, alpha float32, a []float32, lda int, b []BF1
 	}
 	xbuf := bf16Pool.Get().(*[]BF16)
 	defer bf16Pool.Put(xbuf)
-	x := growBF16(xbuf, xLen+2*k)
+	x := growSlice(xbuf, xLen+2*k)
 	clear(x[:xLen])
 	hi, lo := x[xLen:xLen+k], x[xLen+k:]
 	x32 := unsafe.Slice((*uint32)(unsafe.Pointer(&x[0])), xLen/2)
@@ -181,7 +181,7 @@ func amxDotGemm(p Par, m, n, k int, alpha float32, a []float32, lda int, b []BF1
 	if n%amxMR != 0 {
 		ebuf := bf16Pool.Get().(*[]BF16)
 		defer bf16Pool.Put(ebuf)
-		edge = growBF16(ebuf, amxMR*k)
+		edge = growSlice(ebuf, amxMR*k)
 		clear(edge)
 		j0 := n / amxMR * amxMR
 		for j := range n - j0 {
@@ -193,7 +193,7 @@ func amxDotGemm(p Par, m, n, k int, alpha float32, a []float32, lda int, b []BF1
 	parallelFor(threads, items, func(item, w int) {
 		b0 := item * chunk
 		nb := min(chunk, blocks-b0)
-		s := grow32(sbufs[w], nb*sLen)
+		s := growSlice(sbufs[w], nb*sLen)
 		full := nb
 		if edge != nil && b0+nb == blocks {
 			full--

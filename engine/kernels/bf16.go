@@ -129,7 +129,7 @@ func sgemmBF16(p Par, ks *bf16Kernels, transB bool, m, n, k int, alpha float32, 
 	}
 	switch {
 	case ks == nil:
-		widenGemm(p, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+		widenGemm(p, WidenBF16, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 	case transB && m <= bf16DotRows && ks.split && amx != nil && k%amxKS == 0:
 		amxDotGemm(p, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 	case transB && m <= bf16DotRows:
@@ -141,7 +141,7 @@ func sgemmBF16(p Par, ks *bf16Kernels, transB bool, m, n, k int, alpha float32, 
 		// float32 arithmetic on widened weights runs at Sgemm's rate (split
 		// VDPBF16PS runs at half of it or less: it takes two instructions
 		// per pair, and on Intel's cores one port) and is exact per product.
-		widenGemm(p, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+		widenGemm(p, WidenBF16, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 	default:
 		bf16PackedGemm(p, ks, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 	}
@@ -202,61 +202,6 @@ func splitBF16(x float32) (hi, lo BF16) {
 	return hi, ToBF16(x - hi.Float32())
 }
 
-// widenBlock is how many of op(B)'s columns widenGemm widens at a time: a
-// multiple of every implementation's nr, so the blocks cut C along tile
-// boundaries, and few enough that the float32 copy of a block of a
-// 1024-deep B stays within L2 (1 MiB).
-const widenBlock = 256
-
-var widenPool = sync.Pool{New: func() any { return new([]float32) }}
-
-// widenGemm runs SgemmBF16 as Sgemm over blocks of op(B)'s columns widened
-// to float32.
-func widenGemm(p Par, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []BF16, ldb int, beta float32, c []float32, ldc int) {
-	buf := widenPool.Get().(*[]float32)
-	defer widenPool.Put(buf)
-	for j0 := 0; j0 < n; j0 += widenBlock {
-		nb := min(widenBlock, n-j0)
-		w := grow32(buf, nb*k)
-		// Widening streams the block from memory: on all threads, a share
-		// of its rows each.
-		rows, width := nb, k
-		if !transB {
-			rows, width = k, nb
-		}
-		const chunk = 16
-		threads := p.workers(ceilDiv(rows, chunk), int64(rows)*int64(width), minStreamPerThread)
-		parallelFor(threads, ceilDiv(rows, chunk), func(item, _ int) {
-			for r := item * chunk; r < min((item+1)*chunk, rows); r++ {
-				if transB {
-					WidenBF16(w[r*k:(r+1)*k], b[(j0+r)*ldb:][:k])
-				} else {
-					WidenBF16(w[r*nb:(r+1)*nb], b[r*ldb+j0:][:nb])
-				}
-			}
-		})
-		if transB {
-			p.Sgemm(false, true, m, nb, k, alpha, a, lda, w, k, beta, c[j0:], ldc)
-			continue
-		}
-		p.Sgemm(false, false, m, nb, k, alpha, a, lda, w, nb, beta, c[j0:], ldc)
-	}
-}
-
-func grow32(buf *[]float32, n int) []float32 {
-	if cap(*buf) < n {
-		*buf = make([]float32, n)
-	}
-	return (*buf)[:n]
-}
-
-func growBF16(buf *[]BF16, n int) []BF16 {
-	if cap(*buf) < n {
-		*buf = make([]BF16, n)
-	}
-	return (*buf)[:n]
-}
-
 // bf16DotRows is the most rows of A the dot route takes, as Sgemm's
 // AVX-512 float32 dot route.
 const bf16DotRows = 16
@@ -299,7 +244,7 @@ func bf16DotGemm(p Par, ks *bf16Kernels, m, n, k int, alpha float32, a []float32
 	}
 	abuf := bf16Pool.Get().(*[]BF16)
 	defer bf16Pool.Put(abuf)
-	ab := growBF16(abuf, rowBlocks*parts*mr*k)
+	ab := growSlice(abuf, rowBlocks*parts*mr*k)
 	clear(ab)
 	for i := range m {
 		ib, r := i/mr, i%mr
@@ -324,7 +269,7 @@ func bf16DotGemm(p Par, ks *bf16Kernels, m, n, k int, alpha float32, a []float32
 			nb := min(nr, n-j0)
 			bp, ldbp := b[j0*ldb:], ldb
 			if nb < nr {
-				edge := growBF16(scratch[w], nr*k)
+				edge := growSlice(scratch[w], nr*k)
 				for j := range nr {
 					if j < nb {
 						copy(edge[j*k:(j+1)*k], b[(j0+j)*ldb:][:k])
@@ -363,7 +308,7 @@ func bf16DotRow(p Par, ks *bf16Kernels, n, k int, alpha float32, a []float32, b 
 	const nr = 8
 	abuf := bf16Pool.Get().(*[]BF16)
 	defer bf16Pool.Put(abuf)
-	ab := growBF16(abuf, 2*k)
+	ab := growSlice(abuf, 2*k)
 	hi, lo := ab[:k], []BF16(nil)
 	if ks.split {
 		lo = ab[k : 2*k]
@@ -383,7 +328,7 @@ func bf16DotRow(p Par, ks *bf16Kernels, n, k int, alpha float32, a []float32, b 
 			j0 := jt * nr
 			if nb := n - j0; nb < nr {
 				ebuf := bf16Pool.Get().(*[]BF16)
-				edge := growBF16(ebuf, nr*k)
+				edge := growSlice(ebuf, nr*k)
 				clear(edge)
 				for j := range nb {
 					copy(edge[j*k:(j+1)*k], b[(j0+j)*ldb:][:k])
@@ -435,14 +380,14 @@ func bf16PackedGemm(p Par, ks *bf16Kernels, transB bool, m, n, k int, alpha floa
 	for pc := 0; pc < k; pc += kc {
 		kl := min(kc, k-pc)
 		kp := ceilDiv(kl, 2)
-		ap := growBF16(abuf, rowBlocks*kp*mr*2)
+		ap := growSlice(abuf, rowBlocks*kp*mr*2)
 		packPairsA(ap, m, kl, kp, a[pc:], lda)
 		bt := beta
 		if pc > 0 {
 			bt = 1
 		}
 		parallelFor(threads, items, func(item, w int) {
-			bp := growBF16(scratch[w], kp*nr*2)
+			bp := growSlice(scratch[w], kp*nr*2)
 			var tile [mr * nr]float32
 			for jp := item * chunk; jp < min((item+1)*chunk, panels); jp++ {
 				j0 := jp * nr

@@ -367,7 +367,7 @@ func TestBF16PackedRouteIsVDPBF16PS(t *testing.T) {
 			if mode.split {
 				// SgemmBF16 runs these products as Sgemm on widened weights.
 				want := make([]float32, s.m*s.n)
-				widenGemm(Par{}, s.transB, s.m, s.n, s.k, 0.75, a, lda, b, ldb, 0, want, s.n)
+				widenGemm(Par{}, WidenBF16, s.transB, s.m, s.n, s.k, 0.75, a, lda, b, ldb, 0, want, s.n)
 				require.Equal(t, want, c, "%s %+v: the widened float32 product", mode.name, s)
 				continue
 			}

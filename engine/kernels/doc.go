@@ -1,7 +1,10 @@
 // Package kernels holds the dense linear-algebra kernels the embedded engine
-// runs on: matrix products in float32 and float64 (Par.Sgemm, Par.Dgemm) and
-// the level-1 routines Sdot, Saxpy, Ddot and Daxpy. It is pure Go plus Go
-// assembly for amd64; no cgo.
+// runs on: matrix products in float32 and float64 (Par.Sgemm, Par.Dgemm),
+// products with 16-bit weights and float32 activations (Par.SgemmBF16 for
+// bfloat16, Par.SgemmF16 for IEEE half precision, which computes exactly
+// what Sgemm computes on the weights widened, reading 2 bytes a weight)
+// and the level-1 routines Sdot, Saxpy, Ddot and Daxpy. It is pure Go plus
+// Go assembly for amd64; no cgo.
 //
 // # Layout
 //

@@ -1,40 +1,55 @@
 package kernels
 
+import "sync"
+
 // dotKernel computes a tile of mr rows of op(A) = A against nr rows of the
 // stored B (op(B) = Bᵀ), each element a dot product of two contiguous
 // length-k rows: C = alpha·A·Bᵀ + beta·C for rows a[r*lda:], b[j*ldb:]. k >= 1.
 // When beta == 0, C is not read. Each element's summation order depends on k
 // only.
-type dotKernel[T float] func(k int, a []T, lda int, b []T, ldb int, c []T, ldc int, alpha, beta T)
+//
+// B's elements are of type B: T, or F16 for SgemmF16's kernels, which
+// widen each element exactly on loading it and otherwise compute as the
+// float32 kernels do.
+type dotKernel[T float, B any] func(k int, a []T, lda int, b []B, ldb int, c []T, ldc int, alpha, beta T)
 
 // dotRowKernel computes C[0:rowNR] = alpha·a·Bᵀ + beta·C for one row a
 // of length k >= 1 and rowNR rows b[j*ldb:].
-type dotRowKernel[T float] func(k int, a, b []T, ldb int, c []T, alpha, beta T)
+type dotRowKernel[T float, B any] func(k int, a []T, b []B, ldb int, c []T, alpha, beta T)
 
 // rowNR is how many rows of B a dotRowKernel takes.
 const rowNR = 8
 
 // dotImpl is the path for C = alpha·A·Bᵀ + beta·C with few rows of A (the
 // engine's sampling step): no packing, every row read in place.
-type dotImpl[T float] struct {
+type dotImpl[T float] = dotImplOf[T, T]
+
+// dotImplOf is a dotImpl whose B has elements of type B.
+type dotImplOf[T float, B any] struct {
 	mr, nr int
-	kernel dotKernel[T]
+	kernel dotKernel[T, B]
 	// row, when set, computes one row of A against rowNR rows of B, each
 	// element exactly as kernel does, for m == 1.
-	row     dotRowKernel[T]
+	row     dotRowKernel[T, B]
 	maxRows int // used when m <= maxRows
 	chunk   int // column tiles per work item
+	// edges holds the zero-padded copies of B's last tile (*[]B); nil:
+	// the gemmImpl's pool.
+	edges *sync.Pool
 }
 
 // dotGemm runs the dot path. Arguments must have been checked; k >= 1 and
 // alpha != 0. Like gemm, it cuts C into a fixed grid of mr×nr tiles from
 // (0, 0) and computes edge tiles with the same kernel on zero-padded copies,
 // so the result does not depend on par.
-func dotGemm[T float](im *gemmImpl[T], par Par, m, n, k int, alpha T, a []T, lda int, b []T, ldb int, beta T, c []T, ldc int) {
-	d := im.dot
+func dotGemm[T float, B any](im *gemmImpl[T], d *dotImplOf[T, B], par Par, m, n, k int, alpha T, a []T, lda int, b []B, ldb int, beta T, c []T, ldc int) {
 	if m == 1 && d.row != nil {
-		dotRow(im, par, n, k, alpha, a, b, ldb, beta, c)
+		dotRow(im, d, par, n, k, alpha, a, b, ldb, beta, c)
 		return
+	}
+	edges := d.edges
+	if edges == nil {
+		edges = im.pool
 	}
 	mr, nr := d.mr, d.nr
 	rowBlocks := ceilDiv(m, mr)
@@ -63,22 +78,30 @@ func dotGemm[T float](im *gemmImpl[T], par Par, m, n, k int, alpha T, a []T, lda
 	}
 	scratch := make([]*[]T, threads)
 	for w := range scratch {
-		scratch[w] = im.getBuf(nr*k + mr*nr)
+		scratch[w] = im.getBuf(mr * nr)
+	}
+	edgeBufs := make([]*[]B, threads)
+	for w := range edgeBufs {
+		edgeBufs[w] = poolSlice[B](edges)
 	}
 	defer func() {
 		for _, s := range scratch {
 			im.putBuf(s)
 		}
+		for _, s := range edgeBufs {
+			edges.Put(s)
+		}
 	}()
 
 	parallelFor(threads, items, func(item, w int) {
-		s := *scratch[w]
-		bEdge, tile := s[:nr*k], s[nr*k:]
+		tile := *scratch[w]
+		var bEdge []B
 		for jt := item * chunk; jt < min((item+1)*chunk, colTiles); jt++ {
 			j0 := jt * nr
 			nb := min(nr, n-j0)
 			bp, ldbp := b[j0*ldb:], ldb
 			if nb < nr {
+				bEdge = growSlice(edgeBufs[w], nr*k)
 				for j := range nr {
 					row := bEdge[j*k : (j+1)*k]
 					if j < nb {
@@ -116,8 +139,11 @@ func dotGemm[T float](im *gemmImpl[T], par Par, m, n, k int, alpha T, a []T, lda
 
 // dotRow is dotGemm for one row of A: rowNR columns of C at a time, the
 // last ones through a zero-padded copy of B's rows and a scratch tile.
-func dotRow[T float](im *gemmImpl[T], par Par, n, k int, alpha T, a, b []T, ldb int, beta T, c []T) {
-	d := im.dot
+func dotRow[T float, B any](im *gemmImpl[T], d *dotImplOf[T, B], par Par, n, k int, alpha T, a []T, b []B, ldb int, beta T, c []T) {
+	edges := d.edges
+	if edges == nil {
+		edges = im.pool
+	}
 	colTiles := ceilDiv(n, rowNR)
 	threads := im.threads(par, colTiles, int64(n)*int64(k))
 	const chunk = 16
@@ -131,8 +157,8 @@ func dotRow[T float](im *gemmImpl[T], par Par, n, k int, alpha T, a, b []T, ldb 
 				d.row(k, a, b[j0*ldb:], ldb, c[j0:], alpha, beta)
 				continue
 			}
-			buf := im.getBuf(rowNR * k)
-			edge := *buf
+			buf := poolSlice[B](edges)
+			edge := growSlice(buf, rowNR*k)
 			for j := range rowNR {
 				if j < nb {
 					copy(edge[j*k:(j+1)*k], b[(j0+j)*ldb:][:k])
@@ -146,7 +172,23 @@ func dotRow[T float](im *gemmImpl[T], par Par, n, k int, alpha T, a, b []T, ldb 
 			}
 			d.row(k, a, edge, k, tile[:], alpha, beta)
 			copy(c[j0:n], tile[:nb])
-			im.putBuf(buf)
+			edges.Put(buf)
 		}
 	})
+}
+
+// poolSlice takes a slice from p, or a new one when p has none (of B).
+func poolSlice[B any](p *sync.Pool) *[]B {
+	if v, ok := p.Get().(*[]B); ok {
+		return v
+	}
+	return new([]B)
+}
+
+// growSlice returns (*buf)[:n], reallocated when shorter.
+func growSlice[B any](buf *[]B, n int) []B {
+	if cap(*buf) < n {
+		*buf = make([]B, n)
+	}
+	return (*buf)[:n]
 }

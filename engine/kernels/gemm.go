@@ -110,7 +110,7 @@ func gemm[T float](im *gemmImpl[T], par Par, tA, tB bool, m, n, k int, alpha T, 
 		return
 	}
 	if d := im.dot; d != nil && !tA && tB && m <= d.maxRows {
-		dotGemm(im, par, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+		dotGemm(im, d, par, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 		return
 	}
 	mr, nr := im.mr, im.nr

@@ -50,3 +50,48 @@ func TestPackBPanel(t *testing.T) {
 		}
 	}
 }
+
+// TestPackAPanel checks micro-panel packing of A, plain and transposed
+// (where full float32 panels of 8, 12 or 16 rows run on 8×8 vector
+// transposes when the CPU has them, the depth's tail element by element),
+// against the definition, zero padding included.
+func TestPackAPanel(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(43, 44))
+	for _, tA := range []bool{false, true} {
+		for _, mr := range []int{4, 6, 8, 12, 16} {
+			for _, mi := range []int{1, 3, mr - 1, mr} {
+				if mi < 1 || mi > mr {
+					continue
+				}
+				for _, kb := range []int{1, 7, 8, 9, 31, 64} {
+					pc, i0 := 3, 5
+					rows, cols := i0+mi, pc+kb // op(A) is rows×cols
+					if tA {
+						rows, cols = cols, rows
+					}
+					lda := cols + 2
+					a := randMatrix[float32](rng, rows, cols, lda)
+					dst := make([]float32, kb*mr)
+					for i := range dst {
+						dst[i] = -1 // must all be overwritten
+					}
+					packAPanel(tA, a, lda, i0, mi, pc, kb, mr, dst)
+					for p := range kb {
+						for ii := range mr {
+							var want float32
+							switch {
+							case ii >= mi:
+							case tA:
+								want = a[(pc+p)*lda+i0+ii]
+							default:
+								want = a[(i0+ii)*lda+pc+p]
+							}
+							require.Equal(t, want, dst[p*mr+ii], "tA=%t mr=%d mi=%d kb=%d: element (%d, %d)", tA, mr, mi, kb, p, ii)
+						}
+					}
+				}
+			}
+		}
+	}
+}

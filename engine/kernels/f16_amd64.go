@@ -1,0 +1,50 @@
+//go:build amd64 && !purego
+
+package kernels
+
+import "golang.org/x/sys/cpu"
+
+//go:noescape
+func widenF16F16C(dst *float32, src *F16, n int)
+
+func init() {
+	if !hasAVX2 || !cpu.X86.HasF16C || asmDisabled() {
+		return
+	}
+	widenF16Row = func(dst []float32, src []F16) {
+		n := len(src) / 8 * 8
+		if n > 0 {
+			_ = dst[n-1]
+			widenF16F16C(&dst[0], &src[0], n)
+		}
+		for i := n; i < len(src); i++ {
+			dst[i] = src[i].Float32()
+		}
+	}
+}
+
+//go:noescape
+func hdotKernel4x4AVX512(k int, a *float32, lda int, b *F16, ldb int, c *float32, ldc int, alpha float32, beta float32)
+
+//go:noescape
+func hdotKernel1x8AVX512(k int, a *float32, b *F16, ldb int, c *float32, alpha float32, beta float32)
+
+func init() {
+	if !hasAVX512 || !cpu.X86.HasF16C || !cpu.X86.HasAVX512BW || !cpu.X86.HasAVX512VL || asmDisabled() {
+		return
+	}
+	d := avx512SgemmImpl.dot
+	f16DotImpl = avx512SgemmImpl
+	f16Dot = &dotImplOf[float32, F16]{
+		mr: d.mr, nr: d.nr, maxRows: d.maxRows, chunk: d.chunk,
+		kernel: func(k int, a []float32, lda int, b []F16, ldb int, c []float32, ldc int, alpha, beta float32) {
+			_, _, _ = a[3*lda+k-1], b[3*ldb+k-1], c[3*ldc+3]
+			hdotKernel4x4AVX512(k, &a[0], lda, &b[0], ldb, &c[0], ldc, alpha, beta)
+		},
+		row: func(k int, a []float32, b []F16, ldb int, c []float32, alpha, beta float32) {
+			_, _, _ = a[k-1], b[7*ldb+k-1], c[7]
+			hdotKernel1x8AVX512(k, &a[0], &b[0], ldb, &c[0], alpha, beta)
+		},
+		edges: &f16EdgePool,
+	}
+}
