@@ -44,12 +44,16 @@ hwidendone:
 // func hdotKernel4x4AVX512(k int, a *float32, lda int, b *F16, ldb int, c *float32, ldc int, alpha float32, beta float32)
 //
 // sdotKernel4x4AVX512 with B in half precision: each group of 16 elements
-// of a row of B is loaded by VCVTPH2PS, which widens it exactly, at byte
-// offset R9 (half of AX); the last partial group is loaded under K1 as
-// 16-bit words (VMOVDQU16, the other lanes zero, which widen to +0, as the
-// float32 kernel's zeroed lanes are). Everything else is the float32
-// kernel's, instruction for instruction, so the tile is the float32 tile
-// of B widened, bit for bit. Needs AVX512BW and AVX512VL besides AVX-512F.
+// of a row of B is loaded by VCVTPH2PS, which widens it exactly, from B's
+// row pointers (DI, R12, R13, BX, moving 32 bytes per group); the last
+// partial group is loaded under K1 as 16-bit words (VMOVDQU16, the other
+// lanes zero, which widen to +0, as the float32 kernel's zeroed lanes are).
+// Two groups a step, each row's next line of the next tile asked into L2
+// (R8 = 4 rows): rows of a few KiB, two to a page, are streams the
+// hardware prefetchers follow badly. Each accumulator takes the float32
+// kernel's products in the float32 kernel's order, and the reduction is
+// its instruction for instruction, so the tile is the float32 tile of B
+// widened, bit for bit. Needs AVX512BW and AVX512VL besides AVX-512F.
 TEXT ·hdotKernel4x4AVX512(SB), NOSPLIT, $0-64
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
@@ -64,8 +68,9 @@ TEXT ·hdotKernel4x4AVX512(SB), NOSPLIT, $0-64
 	LEAQ (DI)(R9*1), R12
 	LEAQ (R12)(R9*1), R13
 	LEAQ (R13)(R9*1), BX
+	LEAQ (R9)(R9*1), R8
+	SHLQ $1, R8 // 4 rows of B: the next tile's
 	XORQ AX, AX
-	XORQ R9, R9
 	VPXORD Z16, Z16, Z16
 	VPXORD Z17, Z17, Z17
 	VPXORD Z18, Z18, Z18
@@ -83,6 +88,69 @@ TEXT ·hdotKernel4x4AVX512(SB), NOSPLIT, $0-64
 	VPXORD Z30, Z30, Z30
 	VPXORD Z31, Z31, Z31
 
+hdot32:
+	CMPQ CX, $32
+	JL hdot16
+	PREFETCHT1 (DI)(R8*1)
+	PREFETCHT1 (R12)(R8*1)
+	PREFETCHT1 (R13)(R8*1)
+	PREFETCHT1 (BX)(R8*1)
+	VMOVUPS (SI)(AX*1), Z0
+	VMOVUPS (R10)(AX*1), Z1
+	VMOVUPS (R11)(AX*1), Z2
+	VMOVUPS (DX)(AX*1), Z3
+	VCVTPH2PS (DI), Z4
+	VFMADD231PS Z4, Z0, Z16
+	VFMADD231PS Z4, Z1, Z20
+	VFMADD231PS Z4, Z2, Z24
+	VFMADD231PS Z4, Z3, Z28
+	VCVTPH2PS (R12), Z4
+	VFMADD231PS Z4, Z0, Z17
+	VFMADD231PS Z4, Z1, Z21
+	VFMADD231PS Z4, Z2, Z25
+	VFMADD231PS Z4, Z3, Z29
+	VCVTPH2PS (R13), Z4
+	VFMADD231PS Z4, Z0, Z18
+	VFMADD231PS Z4, Z1, Z22
+	VFMADD231PS Z4, Z2, Z26
+	VFMADD231PS Z4, Z3, Z30
+	VCVTPH2PS (BX), Z4
+	VFMADD231PS Z4, Z0, Z19
+	VFMADD231PS Z4, Z1, Z23
+	VFMADD231PS Z4, Z2, Z27
+	VFMADD231PS Z4, Z3, Z31
+	VMOVUPS 64(SI)(AX*1), Z0
+	VMOVUPS 64(R10)(AX*1), Z1
+	VMOVUPS 64(R11)(AX*1), Z2
+	VMOVUPS 64(DX)(AX*1), Z3
+	VCVTPH2PS 32(DI), Z4
+	VFMADD231PS Z4, Z0, Z16
+	VFMADD231PS Z4, Z1, Z20
+	VFMADD231PS Z4, Z2, Z24
+	VFMADD231PS Z4, Z3, Z28
+	VCVTPH2PS 32(R12), Z4
+	VFMADD231PS Z4, Z0, Z17
+	VFMADD231PS Z4, Z1, Z21
+	VFMADD231PS Z4, Z2, Z25
+	VFMADD231PS Z4, Z3, Z29
+	VCVTPH2PS 32(R13), Z4
+	VFMADD231PS Z4, Z0, Z18
+	VFMADD231PS Z4, Z1, Z22
+	VFMADD231PS Z4, Z2, Z26
+	VFMADD231PS Z4, Z3, Z30
+	VCVTPH2PS 32(BX), Z4
+	VFMADD231PS Z4, Z0, Z19
+	VFMADD231PS Z4, Z1, Z23
+	VFMADD231PS Z4, Z2, Z27
+	VFMADD231PS Z4, Z3, Z31
+	ADDQ $128, AX
+	ADDQ $64, DI
+	ADDQ $64, R12
+	ADDQ $64, R13
+	ADDQ $64, BX
+	SUBQ $32, CX
+	JMP hdot32
+
 hdot16:
 	CMPQ CX, $16
 	JL hdot16tail
@@ -90,28 +158,31 @@ hdot16:
 	VMOVUPS (R10)(AX*1), Z1
 	VMOVUPS (R11)(AX*1), Z2
 	VMOVUPS (DX)(AX*1), Z3
-	VCVTPH2PS (DI)(R9*1), Z4
+	VCVTPH2PS (DI), Z4
 	VFMADD231PS Z4, Z0, Z16
 	VFMADD231PS Z4, Z1, Z20
 	VFMADD231PS Z4, Z2, Z24
 	VFMADD231PS Z4, Z3, Z28
-	VCVTPH2PS (R12)(R9*1), Z4
+	VCVTPH2PS (R12), Z4
 	VFMADD231PS Z4, Z0, Z17
 	VFMADD231PS Z4, Z1, Z21
 	VFMADD231PS Z4, Z2, Z25
 	VFMADD231PS Z4, Z3, Z29
-	VCVTPH2PS (R13)(R9*1), Z4
+	VCVTPH2PS (R13), Z4
 	VFMADD231PS Z4, Z0, Z18
 	VFMADD231PS Z4, Z1, Z22
 	VFMADD231PS Z4, Z2, Z26
 	VFMADD231PS Z4, Z3, Z30
-	VCVTPH2PS (BX)(R9*1), Z4
+	VCVTPH2PS (BX), Z4
 	VFMADD231PS Z4, Z0, Z19
 	VFMADD231PS Z4, Z1, Z23
 	VFMADD231PS Z4, Z2, Z27
 	VFMADD231PS Z4, Z3, Z31
 	ADDQ $64, AX
-	ADDQ $32, R9
+	ADDQ $32, DI
+	ADDQ $32, R12
+	ADDQ $32, R13
+	ADDQ $32, BX
 	SUBQ $16, CX
 	JMP hdot16
 
@@ -126,25 +197,25 @@ hdot16tail:
 	VMOVUPS.Z (R10)(AX*1), K1, Z1
 	VMOVUPS.Z (R11)(AX*1), K1, Z2
 	VMOVUPS.Z (DX)(AX*1), K1, Z3
-	VMOVDQU16.Z (DI)(R9*1), K1, Y5
+	VMOVDQU16.Z (DI), K1, Y5
 	VCVTPH2PS Y5, Z4
 	VFMADD231PS Z4, Z0, Z16
 	VFMADD231PS Z4, Z1, Z20
 	VFMADD231PS Z4, Z2, Z24
 	VFMADD231PS Z4, Z3, Z28
-	VMOVDQU16.Z (R12)(R9*1), K1, Y5
+	VMOVDQU16.Z (R12), K1, Y5
 	VCVTPH2PS Y5, Z4
 	VFMADD231PS Z4, Z0, Z17
 	VFMADD231PS Z4, Z1, Z21
 	VFMADD231PS Z4, Z2, Z25
 	VFMADD231PS Z4, Z3, Z29
-	VMOVDQU16.Z (R13)(R9*1), K1, Y5
+	VMOVDQU16.Z (R13), K1, Y5
 	VCVTPH2PS Y5, Z4
 	VFMADD231PS Z4, Z0, Z18
 	VFMADD231PS Z4, Z1, Z22
 	VFMADD231PS Z4, Z2, Z26
 	VFMADD231PS Z4, Z3, Z30
-	VMOVDQU16.Z (BX)(R9*1), K1, Y5
+	VMOVDQU16.Z (BX), K1, Y5
 	VCVTPH2PS Y5, Z4
 	VFMADD231PS Z4, Z0, Z19
 	VFMADD231PS Z4, Z1, Z23
@@ -245,8 +316,10 @@ hdot16store3:
 //
 // sdotKernel1x8AVX512 with B in half precision, converted as in
 // hdotKernel4x4AVX512 (B's pointers move 32 bytes per 16 elements, R9 =
-// 4·ldb·2 bytes): each element is the float32 kernel's on B widened, bit
-// for bit.
+// 4·ldb·2 bytes), two groups of 16 a step with the next tile's eight rows
+// asked into L2 (R9·2 and R10 = R9·3 past the pointers), as the bfloat16
+// kernels do: each element is the float32 kernel's on B widened, bit for
+// bit.
 TEXT ·hdotKernel1x8AVX512(SB), NOSPLIT, $0-48
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
@@ -257,6 +330,7 @@ TEXT ·hdotKernel1x8AVX512(SB), NOSPLIT, $0-48
 	LEAQ (R12)(R9*1), R13
 	LEAQ (R13)(R9*1), BX
 	SHLQ $2, R9
+	LEAQ (R9)(R9*2), R10
 	VPXORD Z16, Z16, Z16
 	VPXORD Z17, Z17, Z17
 	VPXORD Z18, Z18, Z18
@@ -265,6 +339,59 @@ TEXT ·hdotKernel1x8AVX512(SB), NOSPLIT, $0-48
 	VPXORD Z21, Z21, Z21
 	VPXORD Z22, Z22, Z22
 	VPXORD Z23, Z23, Z23
+
+hdot1loop32:
+	CMPQ CX, $32
+	JL hdot1loop
+	PREFETCHT1 (DI)(R9*2)
+	PREFETCHT1 (R12)(R9*2)
+	PREFETCHT1 (R13)(R9*2)
+	PREFETCHT1 (BX)(R9*2)
+	PREFETCHT1 (DI)(R10*1)
+	PREFETCHT1 (R12)(R10*1)
+	PREFETCHT1 (R13)(R10*1)
+	PREFETCHT1 (BX)(R10*1)
+	VMOVUPS (SI), Z0
+	VCVTPH2PS (DI), Z1
+	VFMADD231PS Z1, Z0, Z16
+	VCVTPH2PS (R12), Z2
+	VFMADD231PS Z2, Z0, Z17
+	VCVTPH2PS (R13), Z3
+	VFMADD231PS Z3, Z0, Z18
+	VCVTPH2PS (BX), Z4
+	VFMADD231PS Z4, Z0, Z19
+	VCVTPH2PS (DI)(R9*1), Z1
+	VFMADD231PS Z1, Z0, Z20
+	VCVTPH2PS (R12)(R9*1), Z2
+	VFMADD231PS Z2, Z0, Z21
+	VCVTPH2PS (R13)(R9*1), Z3
+	VFMADD231PS Z3, Z0, Z22
+	VCVTPH2PS (BX)(R9*1), Z4
+	VFMADD231PS Z4, Z0, Z23
+	VMOVUPS 64(SI), Z0
+	VCVTPH2PS 32(DI), Z1
+	VFMADD231PS Z1, Z0, Z16
+	VCVTPH2PS 32(R12), Z2
+	VFMADD231PS Z2, Z0, Z17
+	VCVTPH2PS 32(R13), Z3
+	VFMADD231PS Z3, Z0, Z18
+	VCVTPH2PS 32(BX), Z4
+	VFMADD231PS Z4, Z0, Z19
+	VCVTPH2PS 32(DI)(R9*1), Z1
+	VFMADD231PS Z1, Z0, Z20
+	VCVTPH2PS 32(R12)(R9*1), Z2
+	VFMADD231PS Z2, Z0, Z21
+	VCVTPH2PS 32(R13)(R9*1), Z3
+	VFMADD231PS Z3, Z0, Z22
+	VCVTPH2PS 32(BX)(R9*1), Z4
+	VFMADD231PS Z4, Z0, Z23
+	ADDQ $128, SI
+	ADDQ $64, DI
+	ADDQ $64, R12
+	ADDQ $64, R13
+	ADDQ $64, BX
+	SUBQ $32, CX
+	JMP hdot1loop32
 
 hdot1loop:
 	CMPQ CX, $16
