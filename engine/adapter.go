@@ -169,7 +169,7 @@ func (a *Adapter[T]) checkFor(cfg Config) error {
 
 // Merge returns a copy of base with a folded in: W' = W + Scale·B·A for every
 // adapted layer. A nil adapter returns a plain copy. The shapes must agree.
-// With an adapter, a bfloat16 base is widened first: the result is in T.
+// With an adapter, a 16-bit base is widened first: the result is in T.
 // An lm_head adapter cannot be merged into a tied embedding (it would change
 // the input embedding too); the sampler applies adapters unmerged instead.
 func Merge[T Float](base *Model[T], a *Adapter[T]) (*Model[T], error) {
@@ -182,9 +182,9 @@ func Merge[T Float](base *Model[T], a *Adapter[T]) (*Model[T], error) {
 	if a.Unembed != nil && base.Config.TiedEmbed {
 		return nil, fmt.Errorf("%w: cannot merge an lm_head adapter into a tied embedding", ErrShape)
 	}
-	m := base.Clone()
-	if base.IsBF16() {
-		m = base.Widen()
+	m := base.Widen() // a copy when base keeps 16-bit matrices
+	if m == base {
+		m = base.Clone()
 	}
 	s := T(a.Lora.Scale())
 	fold := func(w []T, p *LoraPair[T]) {

@@ -214,7 +214,7 @@ func TestBatchedMatchesAlone(t *testing.T) {
 		name  string
 		hf    bool
 		f64   bool
-		bf16  bool
+		half  string // "bf16" or "f16": the base keeps its matrices in that format
 		calls int
 		opts  SamplerOptions
 	}{
@@ -223,30 +223,31 @@ func TestBatchedMatchesAlone(t *testing.T) {
 		{name: "hf-gqa", hf: true, calls: 32, opts: SamplerOptions{Threads: 2, PrefillChunk: 4, TokenText: hfText}},
 		{name: "hf-gqa-tight", hf: true, calls: 16, opts: SamplerOptions{MaxBatch: 3, PrefillChunk: 5, MaxStepTokens: 8, KVCacheBytes: 20 << 10, TokenText: hfText}},
 		{name: "hf-gqa-float64", hf: true, f64: true, calls: 16, opts: SamplerOptions{Threads: 2, PrefillChunk: 7, TokenText: hfText}},
-		{name: "hf-gqa-bfloat16", hf: true, bf16: true, calls: 24, opts: SamplerOptions{Threads: 2, PrefillChunk: 6, TokenText: hfText}},
+		{name: "hf-gqa-bfloat16", hf: true, half: "bf16", calls: 24, opts: SamplerOptions{Threads: 2, PrefillChunk: 6, TokenText: hfText}},
+		{name: "hf-gqa-float16", hf: true, half: "f16", calls: 16, opts: SamplerOptions{Threads: 2, PrefillChunk: 5, TokenText: hfText}},
 	}
 	for ci, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			if tc.f64 {
-				checkBatchedMatchesAlone[float64](t, tc.hf, tc.bf16, tc.calls, tc.opts, uint64(ci))
+				checkBatchedMatchesAlone[float64](t, tc.hf, tc.half, tc.calls, tc.opts, uint64(ci))
 			} else {
-				checkBatchedMatchesAlone[float32](t, tc.hf, tc.bf16, tc.calls, tc.opts, uint64(ci))
+				checkBatchedMatchesAlone[float32](t, tc.hf, tc.half, tc.calls, tc.opts, uint64(ci))
 			}
 		})
 	}
 }
 
-func checkBatchedMatchesAlone[T Float](t *testing.T, hf, bf16 bool, calls int, opts SamplerOptions, seed uint64) {
+func checkBatchedMatchesAlone[T Float](t *testing.T, hf bool, half string, calls int, opts SamplerOptions, seed uint64) {
 	cfg := smallConfig()
 	text := tokenText
 	if hf {
 		cfg, text = qwenLikeConfig(), hfText
 	}
 	base, ads := modelAndAdapters[T](t, cfg, hf)
-	if bf16 {
+	if store := map[string]func(*Model[T]) (*Model[T], error){"bf16": StoreBF16[T], "f16": StoreF16[T]}[half]; store != nil {
 		var err error
-		base, err = StoreBF16(base)
+		base, err = store(base)
 		require.NoError(t, err)
 	}
 	rng := rand.New(rand.NewPCG(seed, 77))

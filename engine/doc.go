@@ -29,12 +29,14 @@
 // Every numeric type is generic over [Float] (float32 or float64). Production
 // runs in float32; gradient checks run the very same code in float64.
 // Reductions whose order could vary (loss sums, gradient norms, AdamW) are
-// carried out in float64. A frozen base may keep its matrices in bfloat16
-// ([MatricesBF16], as a BF16 checkpoint loads with hf.WithBF16Matrices,
+// carried out in float64. A frozen base may keep its matrices in the
+// 16-bit format its checkpoint stores ([Matrices16]: bfloat16 or IEEE
+// half, as a BF16 or F16 checkpoint loads with hf.WithStoredMatrices,
 // memory-mapped): half the memory, and every product computed from the
 // 16-bit weights directly (kernels.Par.SgemmBF16, activations held to 16
-// significant bits); the norms, biases, activations and adapters stay in
-// T.
+// significant bits; kernels.Par.SgemmF16, bit for bit the float32 product
+// of the widened weights); the norms, biases, activations and adapters
+// stay in T.
 //
 // # Determinism
 //
@@ -69,7 +71,7 @@
 // it unmerged, y = x·Wᵀ + s·(x·Aᵀ)·Bᵀ, as the trainer does, so serving a new
 // adapter version costs a copy of the adapter, not of the base. Base weights
 // reach the kernels through one small interface (frozen, weights.go):
-// dense []T, or bfloat16.
+// dense []T, bfloat16 or float16.
 //
 // # API at a glance
 //

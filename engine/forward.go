@@ -89,8 +89,8 @@ func (nt *net[T]) lin(i int, k kind) linear[T] {
 	}
 	pick := func(out, in int, wf func(*Block[T]) []T, bf func(*Block[T]) []T, ap func(*BlockAdapter[T]) *LoraPair[T]) {
 		l.w, l.out, l.in = dense[T]{w: wf(b), out: out, in: in}, out, in
-		if w16 := nt.m.matrixBF16(i, k); w16 != nil {
-			l.w = bf16Dense[T]{w: w16, out: out, in: in}
+		if w16 := nt.m.frozen16(i, k, out, in); w16 != nil {
+			l.w = w16
 		}
 		if bf != nil {
 			l.bias = bf(b)
@@ -135,8 +135,8 @@ func (nt *net[T]) lin(i int, k kind) linear[T] {
 	case kindUnembed:
 		w := nt.m.unembed()
 		l.w, l.out, l.in = dense[T]{w: w, out: c.Vocab, in: d}, c.Vocab, d
-		if w16 := nt.m.matrixBF16(-1, kindUnembed); w16 != nil {
-			l.w = bf16Dense[T]{w: w16, out: c.Vocab, in: d}
+		if w16 := nt.m.frozen16(-1, kindUnembed, c.Vocab, d); w16 != nil {
+			l.w = w16
 		}
 		if nt.gm != nil {
 			l.gw = nt.gm.unembed() // tied: the embedding's gradient

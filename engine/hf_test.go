@@ -38,6 +38,12 @@ func TestSamplerMatchesTrainerHF(t *testing.T) {
 		require.NoError(t, err)
 		checkSamplerHF(t, b16, 1e-4, 1e-5)
 	})
+	t.Run("float16 matrices", func(t *testing.T) {
+		t.Parallel()
+		h16, err := StoreF16(hfModel[float32](t, cfg, 4))
+		require.NoError(t, err)
+		checkSamplerHF(t, h16, 1e-4, 1e-5)
+	})
 }
 
 func checkSamplerHF[T Float](t *testing.T, base *Model[T], tolTrainer, tolCache float64) {

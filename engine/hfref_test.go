@@ -399,6 +399,10 @@ func TestForwardMatchesHFReference(t *testing.T) {
 			b16, err := StoreBF16(ConvertModel[float32](base64))
 			require.NoError(t, err)
 			ref16 := ConvertModel[float64](b16)
+			// And in IEEE half precision.
+			h16, err := StoreF16(ConvertModel[float32](base64))
+			require.NoError(t, err)
+			refH := ConvertModel[float64](h16)
 			for _, withAd := range []bool{false, true} {
 				var ad *Adapter[float64]
 				if withAd {
@@ -406,12 +410,15 @@ func TestForwardMatchesHFReference(t *testing.T) {
 				}
 				want := make([][]float64, len(data))
 				want16 := make([][]float64, len(data))
+				wantH := make([][]float64, len(data))
 				for i, ex := range data {
 					rows := refLogSoftmax(base64, ad, ex.Input)
 					rows16 := refLogSoftmax(ref16, ad, ex.Input)
+					rowsH := refLogSoftmax(refH, ad, ex.Input)
 					for j, tg := range ex.Targets {
 						want[i] = append(want[i], rows[j][tg])
 						want16[i] = append(want16[i], rows16[j][tg])
+						wantH[i] = append(wantH[i], rowsH[j][tg])
 					}
 				}
 				for _, shared := range []bool{false, true} {
@@ -422,10 +429,12 @@ func TestForwardMatchesHFReference(t *testing.T) {
 					}
 					gap32 := engineGap(t, ConvertModel[float32](base64), ad32, data, want, !shared)
 					gap16 := engineGap(t, b16, ad32, data, want16, !shared)
+					gapH := engineGap(t, h16, ad32, data, wantH, !shared)
 					assert.LessOrEqual(t, gap64, 1e-9, "float64, adapter %v, shared %v", withAd, shared)
 					assert.LessOrEqual(t, gap32, 1e-4, "float32, adapter %v, shared %v", withAd, shared)
 					assert.LessOrEqual(t, gap16, 2e-3, "bfloat16 weights (%s), adapter %v, shared %v", kernels.BF16Implementation(), withAd, shared)
-					t.Logf("adapter %-5v shared %-5v max |engine − reference| float64 %.2e float32 %.2e bfloat16 weights %.2e", withAd, shared, gap64, gap32, gap16)
+					assert.LessOrEqual(t, gapH, 1e-4, "float16 weights, adapter %v, shared %v", withAd, shared)
+					t.Logf("adapter %-5v shared %-5v max |engine − reference| float64 %.2e float32 %.2e bfloat16 weights %.2e float16 weights %.2e", withAd, shared, gap64, gap32, gap16, gapH)
 				}
 			}
 		})

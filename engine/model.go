@@ -5,8 +5,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"strings"
-
-	"github.com/tandemrl/tandem/engine/kernels"
 )
 
 // Model holds the base weights of a transformer. Matrices are row-major
@@ -19,10 +17,12 @@ type Model[T Float] struct {
 	Blocks    []Block[T]
 	FinalNorm []T // Dim
 	Unembed   []T // Vocab×Dim; nil when Config.TiedEmbed (Embed is used)
-	// BF16, when set, holds the matrices in bfloat16 and the []T matrix
-	// fields (Embed, Unembed, each Block's projections) are nil; see
-	// [MatricesBF16] and [NewZeroModelBF16].
+	// BF16 or F16, when set, holds the matrices in bfloat16 or in IEEE
+	// half precision, and the []T matrix fields (Embed, Unembed, each
+	// Block's projections) are nil; see [Matrices16] and [NewZeroModel16].
+	// At most one of the two is set.
 	BF16 *MatricesBF16
+	F16  *MatricesF16
 }
 
 // Block is one transformer block's weights. With QDim = Heads·HeadDim and
@@ -105,16 +105,17 @@ func newZeroModel[T Float](cfg Config) *Model[T] {
 	return m
 }
 
-// Clone returns a deep copy of m (a bfloat16 model's matrices copied into
+// Clone returns a deep copy of m (a 16-bit model's matrices copied into
 // memory of their own, even when they were views of a mapped file).
 func (m *Model[T]) Clone() *Model[T] {
-	c := newZeroModel[T](m.Config)
-	if m.BF16 != nil {
-		c, _ = NewZeroModelBF16[T](m.Config)
-		dst := c.TensorsBF16()
-		for i, t := range m.TensorsBF16() {
-			*dst[i].Data = append([]kernels.BF16(nil), *t.Data...)
-		}
+	var c *Model[T]
+	switch {
+	case m.BF16 != nil:
+		c = clone16(m, m.BF16)
+	case m.F16 != nil:
+		c = clone16(m, m.F16)
+	default:
+		c = newZeroModel[T](m.Config)
 	}
 	src, dst := m.tensors(), c.tensors()
 	for i := range src {
@@ -129,7 +130,12 @@ func (m *Model[T]) NumParams() int {
 	for _, t := range m.tensors() {
 		n += len(t.Data)
 	}
-	for _, t := range m.TensorsBF16() {
+	return n + elems16(m.TensorsBF16()) + elems16(m.TensorsF16())
+}
+
+func elems16[W Float16](ts []Tensor16[W]) int {
+	n := 0
+	for _, t := range ts {
 		n += len(*t.Data)
 	}
 	return n
@@ -180,11 +186,11 @@ type namedTensor[T Float] struct {
 
 // tensors lists m's weights in a fixed order under their Hugging Face
 // (Llama) names; optional tensors the Config does not ask for are left
-// out, and so are a bfloat16 model's matrices ([Model.TensorsBF16] lists
-// them). The Data slices alias m.
+// out, and so are a 16-bit model's matrices ([Tensors16] lists them). The
+// Data slices alias m.
 func (m *Model[T]) tensors() []namedTensor[T] {
 	all := m.allTensors()
-	if m.BF16 == nil {
+	if !m.Is16() {
 		return all
 	}
 	out := all[:0]

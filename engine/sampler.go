@@ -104,11 +104,11 @@ func (o SamplerOptions) limits() (schedLimits, error) {
 // Results do not depend on batching: a call gives the same tokens and
 // log-probs, bit for bit, alone or batched with any others, because every
 // operation of a step is a function of one row alone and every matrix
-// product (float32, float64 or bfloat16 weights) is issued in blocks of at
-// most 16 rows, a size at which the kernels compute each output row
-// independently of the others (batch.go says how); the same holds for
-// shared prompt rows. Results do differ, in the last bits, from the Serial
-// path, whose products span all the rows of a call.
+// product (float32, float64, bfloat16 or float16 weights) is issued in
+// blocks of at most 16 rows, a size at which the kernels compute each
+// output row independently of the others (batch.go says how); the same
+// holds for shared prompt rows. Results do differ, in the last bits, from
+// the Serial path, whose products span all the rows of a call.
 //
 // # Versions
 //

@@ -86,8 +86,8 @@ func NewTrainer[T Float](base *Model[T], lora LoraConfig, opts TrainerOptions) (
 		return nil, fmt.Errorf("%w: MinSharedPrefix %d must be ≥ 0 (0 means %d)", ErrConfig, opts.MinSharedPrefix, DefaultMinSharedPrefix)
 	}
 	t := &Trainer[T]{cfg: base.Config, base: base, opts: opts, rope: newRope[T](base.Config)}
-	if opts.Full && base.IsBF16() {
-		return nil, fmt.Errorf("%w: full-parameter training writes the weights; it needs a base in float, not bfloat16 (Model.Widen)", ErrConfig)
+	if opts.Full && base.Is16() {
+		return nil, fmt.Errorf("%w: full-parameter training writes the weights; it needs a base in float, not in 16-bit matrices (Model.Widen)", ErrConfig)
 	}
 	if opts.Full {
 		t.base = base.Clone()

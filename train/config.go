@@ -53,9 +53,11 @@ type Config struct {
 	Model    string `json:"model,omitempty"`
 	Renderer string `json:"renderer,omitempty"`
 	// Weights is how Model's weight matrices are held: "stored" (the
-	// default, ""): a checkpoint stored in BF16 keeps them in bfloat16,
-	// memory-mapped (half the memory of float32; products computed from
-	// them directly), others load in float32; "float32": always widened.
+	// default, ""): a checkpoint stored in BF16 keeps them in bfloat16, one
+	// stored in F16 in IEEE half precision, memory-mapped (half the memory
+	// of float32; products computed from them directly, an F16 base's
+	// exactly as float32 would), others load in float32; "float32": always
+	// widened.
 	Weights string `json:"weights,omitempty"`
 	// SamplerURLs, when set, sample through OpenAI-compatible servers
 	// (tandem serve's /v1 surface, vLLM, SGLang; package backend/openai),

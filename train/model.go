@@ -41,9 +41,11 @@ func loadModel(cfg Config) (*model, error) {
 		}
 		return &model{base: m, name: basemodel.Name, w: arithmetic.Char{}, decodePrompt: arithmetic.Decode}, nil
 	}
+	// WeightsStored: a BF16 or F16 checkpoint keeps its matrices in that
+	// format, memory-mapped; WeightsFloat32 widens them.
 	var opts []hf.Option
 	if cfg.Weights != WeightsFloat32 {
-		opts = append(opts, hf.WithBF16Matrices())
+		opts = append(opts, hf.WithStoredMatrices())
 	}
 	m, info, err := hf.Load[float32](cfg.Model, opts...)
 	if err != nil {

@@ -109,7 +109,7 @@ func main() {
 	grpo := flag.Bool("grpo", false, "first run one GRPO step (sample n completions of a prompt, then forward-backward with the importance-sampling loss and an Adam step on the n sequences of prompt + completion) and report the process's peak resident memory after it (default on for qwen3-0.6b)")
 	grpoPrompt := flag.Int("grpo-prompt", 128, "prompt tokens of the -grpo step (each sequence is this plus -grpo-new)")
 	grpoNew := flag.Int("grpo-new", 128, "tokens sampled per completion in the -grpo step")
-	weights := flag.String("weights", "f32", "the base's matrices: f32, or bf16 (kept in bfloat16 as a BF16 checkpoint loads, computed by kernels.SgemmBF16)")
+	weights := flag.String("weights", "f32", "the base's matrices: f32, bf16 (kept in bfloat16 as a BF16 checkpoint loads, computed by kernels.SgemmBF16) or f16 (kept in half precision as an F16 checkpoint loads, computed by kernels.SgemmF16)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	flag.Parse()
 	if *cpuProfile != "" {
@@ -168,10 +168,12 @@ func main() {
 	case "f32":
 		base, err = engine.NewModel[float32](s.Config, 1)
 	case "bf16":
-		base, err = randomBF16Model(s.Config, 1)
+		base, err = random16Model(s.Config, 1, kernels.ToBF16)
 		res["bf16_kernels"] = kernels.BF16Implementation()
+	case "f16":
+		base, err = random16Model(s.Config, 1, kernels.ToF16)
 	default:
-		err = fmt.Errorf("-weights %q: want f32 or bf16", *weights)
+		err = fmt.Errorf("-weights %q: want f32, bf16 or f16", *weights)
 	}
 	if err != nil {
 		fail(err)
@@ -450,12 +452,13 @@ func findScript() (string, error) {
 	return "", fmt.Errorf("torch_ref.py not found: run from the repository root")
 }
 
-// randomBF16Model is a model of cfg with its matrices in bfloat16, drawn
-// as engine.NewModel draws them (normal, standard deviation 0.02; norms 1,
-// biases 0.02) straight into bfloat16, so that no float32 copy of the
-// matrices ever exists (the peak resident memory is the bfloat16 model's).
-func randomBF16Model(cfg engine.Config, seed uint64) (*engine.Model[float32], error) {
-	m, err := engine.NewZeroModelBF16[float32](cfg)
+// random16Model is a model of cfg with its matrices in the 16-bit format
+// W, drawn as engine.NewModel draws them (normal, standard deviation 0.02;
+// norms 1, biases 0.02) and rounded straight into W, so that no float32
+// copy of the matrices ever exists (the peak resident memory is the 16-bit
+// model's).
+func random16Model[W engine.Float16](cfg engine.Config, seed uint64, round func(float32) W) (*engine.Model[float32], error) {
+	m, err := engine.NewZeroModel16[W, float32](cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -469,18 +472,18 @@ func randomBF16Model(cfg engine.Config, seed uint64) (*engine.Model[float32], er
 			}
 		}
 	}
-	for _, t := range m.TensorsBF16() {
+	for _, t := range engine.Tensors16[W](m) {
 		n := 1
 		for _, d := range t.Shape {
 			n *= d
 		}
-		w := make([]kernels.BF16, n)
+		w := make([]W, n)
 		for i := range w {
-			w[i] = kernels.ToBF16(float32(rng.NormFloat64() * 0.02))
+			w[i] = round(float32(rng.NormFloat64() * 0.02))
 		}
 		*t.Data = w
 	}
-	return m, m.CheckBF16()
+	return m, engine.Check16[W](m)
 }
 
 // randomTokens returns n token ids below vocab, drawn from seed.

@@ -25,14 +25,14 @@ type modelDir struct {
 
 // loadModelDir loads the folder dir (config.json, weights, tokenizer.json),
 // capping the engine context at maxContext (0: hf.DefaultMaxContext). A
-// checkpoint stored in BF16 keeps its matrices in bfloat16, memory-mapped
-// (hf.WithBF16Matrices).
+// checkpoint stored in BF16 or F16 keeps its matrices in that format,
+// memory-mapped (hf.WithStoredMatrices).
 func loadModelDir(dir string, maxContext int) (*modelDir, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, err
 	}
-	opts := []hf.Option{hf.WithBF16Matrices()}
+	opts := []hf.Option{hf.WithStoredMatrices()}
 	if maxContext > 0 {
 		opts = append(opts, hf.WithMaxContext(maxContext))
 	}

@@ -54,7 +54,7 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.String("model", "", "a Hugging Face model folder to train instead (the arithmetic task rendered as a chat by -renderer)")
 	fs.String("renderer", "", "with -model: chat renderer (default: the folder's chat template, else role_colon)")
 	fs.Int("samples-every", d.SamplesEvery, "write the trained rollouts of every this many steps to the run folder's samples.jsonl (0: none)")
-	fs.String("weights", "", "with -model: stored (default: a BF16 checkpoint's matrices stay bfloat16, memory-mapped) or float32")
+	fs.String("weights", "", "with -model: stored (default: a BF16 or F16 checkpoint's matrices stay in their 16-bit format, memory-mapped) or float32")
 	fs.String("sampler-url", "", "sample through OpenAI-compatible servers instead of in process: comma-separated URLs (tandem serve -role sampler, vLLM, SGLang; key $TANDEM_API_KEY), one replica each; they must read the run folder")
 	fs.String("sampler-dialect", "", "with -sampler-url: vllm (default; tandem serve speaks it) or sglang")
 	withUI := fs.Bool("ui", false, "serve the run dashboard (tandem ui) over -dir while the job runs, on -ui-listen")

@@ -12,7 +12,10 @@
 // window shorter than the context, MLP biases, activations other than
 // silu), a missing, misshapen or non-finite tensor, or an extra one is an
 // error naming the file, the field or tensor, the value and what is
-// accepted (*ConfigError, *WeightError).
+// accepted (*ConfigError, *WeightError). With [WithStoredMatrices] a
+// checkpoint whose matrices are all stored in BF16, or all in F16, keeps
+// them in that format as views of the memory-mapped files
+// ([engine.Matrices16]); otherwise every weight is converted to T.
 //
 // Config mapping: num_key_value_heads → KVHeads, head_dim → HeadDim,
 // qwen3 → QKNorm, qwen2 → QKVBias, llama/qwen3 attention_bias → QKVBias and

@@ -65,10 +65,21 @@ func TestGoldenLogprobs(t *testing.T) {
 			t.Parallel()
 			checkGolden[float64](t, name)
 		})
-		if readGolden(t, name).DType == "BF16" {
+		dtype := readGolden(t, name).DType
+		if dtype == "BF16" {
 			t.Run(name+"/bf16-matrices", func(t *testing.T) {
 				t.Parallel()
 				checkGolden[float32](t, name, WithBF16Matrices())
+			})
+		}
+		if dtype == "BF16" || dtype == "F16" {
+			t.Run(name+"/stored-matrices", func(t *testing.T) {
+				t.Parallel()
+				checkGolden[float32](t, name, WithStoredMatrices())
+			})
+			t.Run(name+"/stored-matrices/float64", func(t *testing.T) {
+				t.Parallel()
+				checkGolden[float64](t, name, WithStoredMatrices())
 			})
 		}
 	}
@@ -87,7 +98,8 @@ func checkGolden[T engine.Float](t *testing.T, name string, opts ...Option) {
 	require.NoError(t, err)
 	defer m.Close()
 	if len(opts) > 0 {
-		require.True(t, info.MatricesBF16, "the BF16 checkpoint keeps its matrices in bfloat16")
+		require.Equal(t, g.DType == "BF16", info.MatricesBF16, "a BF16 checkpoint keeps its matrices in bfloat16")
+		require.Equal(t, g.DType == "F16", info.MatricesF16, "an F16 checkpoint keeps its matrices in half precision")
 		require.Positive(t, info.MappedBytes, "views of the mapped files")
 	}
 	tr, err := engine.NewTrainer(m, engine.LoraConfig{Rank: 1, TrainAttn: true}, engine.TrainerOptions{})
@@ -111,5 +123,5 @@ func checkGolden[T engine.Float](t *testing.T, name string, opts ...Option) {
 		}
 	}
 	assert.LessOrEqual(t, worst, tol, "%s: max |Δ log-prob| %.3g at position %d (tolerance %.0e)", name, worst, at, tol)
-	t.Logf("%s (%T, bfloat16 matrices %v): max |Δ log-prob| %.3g at position %d", name, T(0), m.IsBF16(), worst, at)
+	t.Logf("%s (%T, bfloat16 matrices %v, float16 matrices %v): max |Δ log-prob| %.3g at position %d", name, T(0), m.IsBF16(), m.IsF16(), worst, at)
 }

@@ -10,6 +10,7 @@ import (
 	"sort"
 
 	"github.com/tandemrl/tandem/engine"
+	"github.com/tandemrl/tandem/engine/kernels"
 	"github.com/tandemrl/tandem/engine/safetensors"
 )
 
@@ -40,14 +41,20 @@ type Options struct {
 	// it such a file is an error, since transformers would silently use
 	// embed_tokens and drop the stored head.
 	UntieDifferentHead bool
-	// BF16Matrices: when every matrix (the embedding, the projections and
-	// lm_head) is stored in BF16, the model keeps them in bfloat16
-	// ([engine.MatricesBF16]) as views of the memory-mapped weight files
-	// (read into memory where a tensor is not 2-byte aligned), so they take
-	// their file's bytes once, shared with every process mapping the same
-	// files. The norms and biases are read into T. A checkpoint with a
-	// matrix in another dtype loads in T as without it; Info.MatricesBF16
-	// says which happened. Close the model ([engine.Model.Close]) to unmap.
+	// StoredMatrices: when every matrix (the embedding, the projections
+	// and lm_head) is stored in BF16, the model keeps them in bfloat16
+	// ([engine.MatricesBF16]); when every one is stored in F16, in IEEE
+	// half precision ([engine.MatricesF16]). Either way they are views of
+	// the memory-mapped weight files (read into memory where a tensor is
+	// not 2-byte aligned), so they take their file's bytes once, shared
+	// with every process mapping the same files. The norms and biases are
+	// read into T. A checkpoint with its matrices in another dtype, or in
+	// more than one, loads in T as without it; Info.MatricesBF16 and
+	// Info.MatricesF16 say which happened. Close the model
+	// ([engine.Model.Close]) to unmap.
+	StoredMatrices bool
+	// BF16Matrices is StoredMatrices for BF16 checkpoints alone: an F16
+	// one loads in T.
 	BF16Matrices bool
 }
 
@@ -59,6 +66,9 @@ func WithMaxContext(n int) Option { return func(o *Options) { o.MaxContext = n }
 
 // WithUntieDifferentHead sets [Options.UntieDifferentHead].
 func WithUntieDifferentHead() Option { return func(o *Options) { o.UntieDifferentHead = true } }
+
+// WithStoredMatrices sets [Options.StoredMatrices].
+func WithStoredMatrices() Option { return func(o *Options) { o.StoredMatrices = true } }
 
 // WithBF16Matrices sets [Options.BF16Matrices].
 func WithBF16Matrices() Option { return func(o *Options) { o.BF16Matrices = true } }
@@ -96,10 +106,12 @@ type Info struct {
 	// Untied: the model was declared tied but its different lm_head.weight
 	// was kept (Options.UntieDifferentHead).
 	Untied bool
-	// MatricesBF16: the model keeps its matrices in bfloat16
-	// (Options.BF16Matrices and every matrix stored in BF16); MappedBytes
-	// of them are views of the mapped weight files.
+	// MatricesBF16 or MatricesF16: the model keeps its matrices in
+	// bfloat16 or in IEEE half precision (Options.StoredMatrices and every
+	// matrix stored in BF16, or in F16); MappedBytes of them are views of
+	// the mapped weight files.
 	MatricesBF16 bool
+	MatricesF16  bool
 	MappedBytes  int64
 }
 
@@ -311,11 +323,16 @@ func loadWeights[T engine.Float](dir string, cfg engine.Config, info *Info, o Op
 	}()
 	buf := make([]byte, 1<<20)
 	needed := map[string]bool{}
-	if m.IsBF16() {
-		if err := readBF16Matrices(m, owner, needed, info, buf); err != nil {
-			return nil, err
-		}
+	switch {
+	case m.IsBF16():
+		err = readMatrices16[kernels.BF16](m, owner, needed, info, buf)
+	case m.IsF16():
+		err = readMatrices16[kernels.F16](m, owner, needed, info, buf)
 	}
+	if err != nil {
+		return nil, err
+	}
+	info.MatricesBF16, info.MatricesF16 = m.IsBF16(), m.IsF16()
 	for _, t := range m.Tensors() {
 		needed[t.Name] = true
 		s := owner[t.Name]
@@ -345,7 +362,11 @@ func loadWeights[T engine.Float](dir string, cfg engine.Config, info *Info, o Op
 				return nil, &WeightError{File: s.path, Tensor: tn, Msg: fmt.Sprintf("dtype %s; want a floating type", s.h.Tensors[tn].DType)}
 			}
 		case tn == "lm_head.weight" && m.Config.TiedEmbed && m.IsBF16():
-			if err := tiedHeadBF16(s, m, info, o); err != nil {
+			if err := tiedHead16[kernels.BF16](s, m, info, o); err != nil {
+				return nil, err
+			}
+		case tn == "lm_head.weight" && m.Config.TiedEmbed && m.IsF16():
+			if err := tiedHead16[kernels.F16](s, m, info, o); err != nil {
 				return nil, err
 			}
 		case tn == "lm_head.weight" && m.Config.TiedEmbed:

@@ -40,7 +40,7 @@ const transformersVersion = "4.51.0"
 // saved: q/k norms (Qwen3) or a bias on q/k/v without one on o (Qwen2) are
 // an error. The weights file is built in memory (its size in bytes).
 func Save[T engine.Float](dir string, m *engine.Model[T], o SaveOptions) error {
-	m = m.Widen() // a bfloat16 model's matrices, exactly
+	m = m.Widen() // a 16-bit model's matrices, exactly
 	c := m.Config
 	if err := c.Validate(); err != nil {
 		return fmt.Errorf("hf: save: %w", err)

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+
+	"github.com/tandemrl/tandem/engine/kernels"
 )
 
 // Floats64 decodes a floating tensor (F16, BF16, F32, F64) to float64.
@@ -21,7 +23,7 @@ func (t Tensor) Floats64() ([]float64, error) {
 		}
 	case BF16:
 		for i := range out {
-			out[i] = float64(math.Float32frombits(uint32(binary.LittleEndian.Uint16(d[2*i:])) << 16))
+			out[i] = float64(BF16ToF32(binary.LittleEndian.Uint16(d[2*i:])))
 		}
 	case F32:
 		for i := range out {
@@ -106,74 +108,20 @@ func FromInts(shape []int, x []int64) (Tensor, error) {
 	return t, nil
 }
 
-// F32ToBF16 rounds f to bfloat16 (nearest even; NaN stays NaN).
-func F32ToBF16(f float32) uint16 {
-	b := math.Float32bits(f)
-	if f != f {
-		return uint16(b>>16) | 0x40 // quiet NaN
-	}
-	b += 0x7fff + (b>>16)&1
-	return uint16(b >> 16)
-}
+// F32ToBF16 rounds f to bfloat16 (nearest even; NaN stays NaN), as
+// kernels.ToBF16 does.
+func F32ToBF16(f float32) uint16 { return uint16(kernels.ToBF16(f)) }
 
-// F16ToF32 widens an IEEE half-precision value.
-func F16ToF32(h uint16) float32 {
-	sign := uint32(h>>15) << 31
-	exp := uint32(h>>10) & 0x1f
-	man := uint32(h) & 0x3ff
-	switch {
-	case exp == 0 && man == 0:
-		return math.Float32frombits(sign)
-	case exp == 0: // subnormal: man·2⁻²⁴
-		f := float32(man) * (1.0 / (1 << 24))
-		if sign != 0 {
-			f = -f
-		}
-		return f
-	case exp == 0x1f:
-		return math.Float32frombits(sign | 0x7f800000 | man<<13)
-	}
-	return math.Float32frombits(sign | (exp+112)<<23 | man<<13)
-}
+// BF16ToF32 widens a bfloat16 value (exact), as kernels.BF16.Float32 does.
+func BF16ToF32(b uint16) float32 { return kernels.BF16(b).Float32() }
 
-// F32ToF16 rounds f to IEEE half precision (nearest even, overflow to ±Inf).
-func F32ToF16(f float32) uint16 {
-	b := math.Float32bits(f)
-	sign := uint16(b>>16) & 0x8000
-	exp := int(b>>23) & 0xff
-	man := b & 0x7fffff
-	switch {
-	case exp == 0xff: // Inf or NaN
-		if man != 0 {
-			return sign | 0x7e00
-		}
-		return sign | 0x7c00
-	}
-	e := exp - 127 + 15
-	if e >= 0x1f {
-		return sign | 0x7c00
-	}
-	if e <= 0 { // subnormal half or zero
-		if e < -10 {
-			return sign
-		}
-		man |= 0x800000
-		shift := uint32(14 - e)
-		half := man >> shift
-		rem := man & (1<<shift - 1)
-		mid := uint32(1) << (shift - 1)
-		if rem > mid || (rem == mid && half&1 == 1) {
-			half++
-		}
-		return sign | uint16(half)
-	}
-	half := uint32(e)<<10 | man>>13
-	rem := man & 0x1fff
-	if rem > 0x1000 || (rem == 0x1000 && half&1 == 1) {
-		half++ // may carry into the exponent, up to Inf: correct
-	}
-	return sign | uint16(half)
-}
+// F16ToF32 widens an IEEE half-precision value (exact), as
+// kernels.F16.Float32 does.
+func F16ToF32(h uint16) float32 { return kernels.F16(h).Float32() }
+
+// F32ToF16 rounds f to IEEE half precision (nearest even, overflow to
+// ±Inf), as kernels.ToF16 does.
+func F32ToF16(f float32) uint16 { return uint16(kernels.ToF16(f)) }
 
 // IsFloat reports whether d is a floating dtype (F16, BF16, F32, F64).
 func (d DType) IsFloat() bool {
@@ -202,7 +150,7 @@ func DecodeFloats[F ~float32 | ~float64](dtype DType, src []byte, dst []F) error
 		}
 	case BF16:
 		for i := range dst {
-			dst[i] = F(math.Float32frombits(uint32(binary.LittleEndian.Uint16(src[2*i:])) << 16))
+			dst[i] = F(BF16ToF32(binary.LittleEndian.Uint16(src[2*i:])))
 		}
 	case F32:
 		for i := range dst {
