@@ -98,8 +98,9 @@ var widenRow func(dst []float32, src []BF16)
 //     summing its pairs in order, one depth pass of 256 steps at a time
 //     (C = alpha·s₀ + beta·C, then C = alpha·sᵢ + C).
 //   - widen (every other CPU, and TANDEM_KERNELS=purego or avx2): B is
-//     widened to float32, a block of at most 256 of op(B)'s columns at a
-//     time, and each block runs through Sgemm.
+//     widened to float32 a block at a time (4 MiB at most), each block
+//     run through Sgemm, so that the result is Sgemm's on B widened, bit
+//     for bit, as SgemmF16's.
 //
 // Results are bit-identical for every Par.Threads value; they differ in
 // the last bits between implementations.

@@ -158,3 +158,41 @@ func TestSgemmF16IsSgemmOnWidenedWeights(t *testing.T) {
 		}
 	}
 }
+
+// TestWidenGemmBlocksAreSgemm runs widenGemm with small blocks, so that
+// products of test size cross several column blocks (op(B) = Bᵀ) and
+// depth blocks (op(B) = B, each added to C after the first), and checks
+// the result is Sgemm's on B widened, bit for bit.
+func TestWidenGemmBlocksAreSgemm(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(9, 10))
+	for _, transB := range []bool{true, false} {
+		for _, s := range [][3]int{{40, 100, 600}, {17, 290, 513}, {64, 33, 1030}, {20, 16, 700}} {
+			m, n, k := s[0], s[1], s[2]
+			rows, cols := k, n
+			if transB {
+				rows, cols = n, k
+			}
+			ldb := cols + 1
+			a := randMatrix[float32](rng, m, k, k)
+			b16 := make([]F16, (rows-1)*ldb+cols)
+			for i := range b16 {
+				b16[i] = ToF16(float32(rng.NormFloat64()))
+			}
+			b32 := make([]float32, len(b16))
+			WidenF16(b32, b16)
+			for _, beta := range []float32{0, 0.5} {
+				c0 := randMatrix[float32](rng, m, n, n)
+				want := append([]float32(nil), c0...)
+				Par{Threads: 2}.Sgemm(false, transB, m, n, k, 0.75, a, k, b32, ldb, beta, want, n)
+				for _, elems := range []int{1, 5000, 1 << 20} {
+					got := append([]float32(nil), c0...)
+					widenGemmBlocks(Par{Threads: 3}, WidenF16, elems, transB, m, n, k, 0.75, a, k, b16, ldb, beta, got, n)
+					for i := range got {
+						require.Equal(t, math.Float32bits(want[i]), math.Float32bits(got[i]), "transB=%t %d×%d×%d beta %g blocks of %d: element %d", transB, m, n, k, beta, elems, i)
+					}
+				}
+			}
+		}
+	}
+}
