@@ -81,7 +81,7 @@
 // finer (down to one tile) until each goroutine has about four to choose
 // from, and handed out dynamically; how the work is split never changes a
 // result. Scratch buffers come from a
-// sync.Pool, and the packed copy of B is bounded (16 MiB of float32) by
+// sync.Pool, and the packed copy of B is bounded (4 MiB of float32) by
 // cutting large products into slabs along the tile grid and the depth passes.
 // All functions are safe for concurrent use (on distinct C).
 //
