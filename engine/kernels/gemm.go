@@ -124,10 +124,16 @@ func gemm[T float](im *gemmImpl[T], par Par, tA, tB bool, m, n, k int, alpha T, 
 	if limit == 0 {
 		limit = defaultMaxPackedB
 	}
-	// The columns are as many as fit with the whole depth (a work item then
-	// runs every depth pass of its tiles back to back, C in cache between
-	// them), and at least a work item's.
-	ncPanels := min(ceilDiv(n, nr), max(im.chunk, limit/(ceilDiv(k, im.kc)*im.kc*nr)/im.chunk*im.chunk))
+	// A transposed B: the columns are as many as fit with the whole depth
+	// (a work item then runs every depth pass of its tiles back to back, C
+	// in cache between them), and at least a work item's. B in place: as
+	// many columns as fit with one depth pass, up to all of them, so that
+	// packing reads B's rows whole (see slab.run).
+	depth := ceilDiv(k, im.kc) * im.kc
+	if !tB {
+		depth = im.kc
+	}
+	ncPanels := min(ceilDiv(n, nr), max(im.chunk, limit/(depth*nr)/im.chunk*im.chunk))
 	kGroup := k
 	if packB {
 		kGroup = min(k, max(im.kc, limit/(ncPanels*nr)/im.kc*im.kc))
@@ -173,7 +179,8 @@ func gemm[T float](im *gemmImpl[T], par Par, tA, tB bool, m, n, k int, alpha T, 
 // its depth passes. bench/kernels on a Xeon with AMX, alternating builds:
 // 16 MiB slabs of every column over one pass ran X·Wᵀ 512×3072×1024,
 // G·W 512×1024×3072 and 512×8192×1024 at 0.72-0.80 of numpy's rate on
-// 2 threads and 0.80-0.89 on 1; these at 0.72-0.88 and 0.86-0.89.
+// 2 threads; these slabs, with B in place packed a row at a time, at
+// 0.77-0.90, 0.84-0.90 and 0.79-0.86.
 const defaultMaxPackedB = 1 << 20
 
 // slab is the part of a product that shares one packed block of B: columns
@@ -198,11 +205,31 @@ func (s *slab[T]) run(par Par, scratch []*[]T, aLen, kcMax int) {
 	if s.packB {
 		// Packing moves kg·nb elements; give it threads as if it were 8
 		// times cheaper than the same number of multiply-adds.
-		pt := min(len(scratch), im.threads(par, nPanels, int64(s.kg)*int64(s.nb)*8))
-		parallelFor(pt, nPanels, func(jp, _ int) {
-			j := s.j0 + jp*nr
-			packBPanel(s.tB, s.b, s.ldb, s.p0, s.kg, j, min(nr, s.n-j), nr, s.bPacked[jp*s.kg*nr:(jp+1)*s.kg*nr])
-		})
+		if s.tB {
+			pt := min(len(scratch), im.threads(par, nPanels, int64(s.kg)*int64(s.nb)*8))
+			parallelFor(pt, nPanels, func(jp, _ int) {
+				j := s.j0 + jp*nr
+				packBPanel(s.tB, s.b, s.ldb, s.p0, s.kg, j, min(nr, s.n-j), nr, s.bPacked[jp*s.kg*nr:(jp+1)*s.kg*nr])
+			})
+		} else {
+			// B's rows are read whole, each a stream, and cut into the
+			// slab's panels; a panel at a time would read nr elements from
+			// each of kg rows a row stride apart, a page each, which the
+			// prefetchers do not follow.
+			const rowChunk = 16
+			items := ceilDiv(s.kg, rowChunk)
+			pt := min(len(scratch), im.threads(par, items, int64(s.kg)*int64(s.nb)*8))
+			parallelFor(pt, items, func(item, _ int) {
+				for p := item * rowChunk; p < min((item+1)*rowChunk, s.kg); p++ {
+					src := s.b[(s.p0+p)*s.ldb+s.j0:][:s.nb]
+					for jp := range nPanels {
+						dst := s.bPacked[jp*s.kg*nr+p*nr:][:nr]
+						w := copy(dst, src[jp*nr:min(len(src), (jp+1)*nr)])
+						clear(dst[w:])
+					}
+				}
+			})
+		}
 	}
 	threads := min(len(scratch), im.threads(par, s.m*nPanels, int64(s.m)*int64(s.nb)*int64(s.kg)))
 	mc, chunk := itemGrid(threads, s.m, nPanels, im.mr, im.mc, im.chunk)
