@@ -172,6 +172,7 @@ func main() {
 		res["bf16_kernels"] = kernels.BF16Implementation()
 	case "f16":
 		base, err = random16Model(s.Config, 1, kernels.ToF16)
+		res["f16_kernels"] = kernels.F16Implementation()
 	default:
 		err = fmt.Errorf("-weights %q: want f32, bf16 or f16", *weights)
 	}

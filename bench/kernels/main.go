@@ -76,6 +76,7 @@ type report struct {
 	Threads         int     `json:"threads"`
 	Implementation  string  `json:"f32_implementation"`
 	BF16Impl        string  `json:"bf16_implementation"`
+	F16Impl         string  `json:"f16_implementation"`
 	Rows            []row   `json:"rows"`
 	BandwidthGBs    float64 `json:"memory_bandwidth_gbs"`
 	DecodeBF16GBs   float64 `json:"decode_stream_bf16_gbs"`
@@ -99,7 +100,7 @@ func main() {
 	flag.Parse()
 	dur := time.Duration(*seconds * float64(time.Second))
 	par := kernels.Par{Threads: *threads}
-	rep := report{Threads: *threads, Implementation: kernels.Implementation(), BF16Impl: kernels.BF16Implementation()}
+	rep := report{Threads: *threads, Implementation: kernels.Implementation(), BF16Impl: kernels.BF16Implementation(), F16Impl: kernels.F16Implementation()}
 
 	var np *numpyProc
 	if *useNumpy {

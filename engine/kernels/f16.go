@@ -132,6 +132,17 @@ func (p Par) SgemmF16(transB bool, m, n, k int, alpha float32, a []float32, lda 
 	widenGemm(p, WidenF16, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 }
 
+// F16Implementation names how SgemmF16 runs the sampling step's products
+// on this machine: "avx512" (F16 twins of the AVX-512 dot kernels, the
+// weights read in place) or "widen" (blocks widened to float32, then
+// Sgemm). Larger products always widen.
+func F16Implementation() string {
+	if f16DotImpl != nil && f16DotImpl == sgemmImpl {
+		return "avx512"
+	}
+	return "widen"
+}
+
 // f16Dot, when set (AVX-512 with F16C, AVX512BW and AVX512VL), is
 // f16DotImpl's dot route with B in half precision: kernels that widen each
 // element of B as they load it and otherwise compute as f16DotImpl.dot's.
