@@ -21,7 +21,7 @@ func runExport(_ context.Context, args []string, stdout, stderr io.Writer) error
 	fs := newFlags("export", stderr)
 	dir := fs.String("hf", "", "folder to write the Hugging Face model into (config.json, generation_config.json, model.safetensors, tokenizer.json); required")
 	base := fs.String("base", "", "base weights file (default: the shipped model)")
-	dtype := fs.String("dtype", "f32", "dtype of the stored weights: f32 (exact) or bf16 (half the size, rounded)")
+	dtype := fs.String("dtype", "f32", "dtype of the stored weights: f32 (exact), bf16 or f16 (half the size, rounded; a weight past f16's ±65504 is an error)")
 	name := fs.String("name", "", "_name_or_path written in config.json (default: "+basemodel.Name+" or the -base file's name)")
 	force := fs.Bool("force", false, "write into -hf even if it already holds a config.json")
 	if err := parseFlags(fs, args); err != nil {
@@ -30,9 +30,9 @@ func runExport(_ context.Context, args []string, stdout, stderr io.Writer) error
 	if *dir == "" {
 		return usagef("export: -hf DIR is required")
 	}
-	dt := map[string]safetensors.DType{"f32": safetensors.F32, "bf16": safetensors.BF16}[strings.ToLower(*dtype)]
+	dt := map[string]safetensors.DType{"f32": safetensors.F32, "bf16": safetensors.BF16, "f16": safetensors.F16}[strings.ToLower(*dtype)]
 	if dt == "" {
-		return usagef("export: -dtype %q: want f32 or bf16", *dtype)
+		return usagef("export: -dtype %q: want f32, bf16 or f16", *dtype)
 	}
 	if _, err := os.Stat(filepath.Join(*dir, "config.json")); err == nil && !*force {
 		return usagef("export: %s already holds a model (config.json); pass -force to overwrite it", *dir)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -38,6 +39,18 @@ func TestExportHFThenSampleModel(t *testing.T) {
 	}
 	assert.Equal(t, sample(), sample("-model", dir, "-raw"))
 
+	// The shipped model is stored in F16, so an F16 export is exact; it
+	// loads with its matrices kept in half precision (SgemmF16), which
+	// samples exactly as the float32 model does: the same tokens and
+	// log-probs to the last bit.
+	dir16 := filepath.Join(t.TempDir(), "hf16")
+	_, _, err = runCLI("export", "-hf", dir16, "-dtype", "f16")
+	require.NoError(t, err)
+	cfg16, err := os.ReadFile(filepath.Join(dir16, "config.json"))
+	require.NoError(t, err)
+	assert.Contains(t, string(cfg16), `"torch_dtype": "float16"`)
+	assert.Equal(t, sample(), sample("-model", dir16, "-raw"))
+
 	// Without -raw the prompt is a chat turn (the folder has no chat
 	// template: role_colon), so it is sampled from different tokens.
 	out, _, err = runCLI("sample", "-model", dir, "-prompt", "What is 12 + 35?", "-n", "1", "-max-tokens", "2", "-json")
@@ -50,7 +63,7 @@ func TestExportHFThenSampleModel(t *testing.T) {
 		{"sample", "-model", dir, "-base", "x"}:          "give one",
 		{"sample", "-model", filepath.Join(dir, "nope")}: "config.json",
 		{"export"}: "-hf DIR is required",
-		{"export", "-hf", dir + "2", "-dtype", "f8"}:      "want f32 or bf16",
+		{"export", "-hf", dir + "2", "-dtype", "f8"}:      "want f32, bf16 or f16",
 		{"sample", "-model", dir, "-renderer", "klingon"}: "klingon",
 	} {
 		_, _, err := runCLI(*args...)

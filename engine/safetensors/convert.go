@@ -165,24 +165,42 @@ func DecodeFloats[F ~float32 | ~float64](dtype DType, src []byte, dst []F) error
 }
 
 // EncodeFloats returns src as little-endian values of dtype (F16, BF16,
-// F32, F64); narrowing rounds to nearest even.
+// F32, F64); narrowing rounds to nearest even. A finite value that would
+// round to an infinity (past 65504 in F16) is an error wrapping
+// [ErrOverflow] naming the element; NaNs and infinities are kept.
 func EncodeFloats[F ~float32 | ~float64](dtype DType, src []F) ([]byte, error) {
 	if !dtype.IsFloat() {
 		return nil, fmt.Errorf("safetensors: cannot encode floats as %s; want F16, BF16, F32 or F64", dtype)
 	}
 	out := make([]byte, len(src)*dtype.Size())
+	// overflow reports a finite value that dtype rounds to an infinity.
+	overflow := func(i int, max float64) error {
+		return fmt.Errorf("%w: element %d is %g, past %s's largest finite value ±%g", ErrOverflow, i, float64(src[i]), dtype, max)
+	}
 	switch dtype {
 	case F16:
 		for i, v := range src {
-			binary.LittleEndian.PutUint16(out[2*i:], F32ToF16(float32(v)))
+			h := F32ToF16(float32(v))
+			if h&0x7c00 == 0x7c00 && !math.IsInf(float64(v), 0) && v == v {
+				return nil, overflow(i, 65504)
+			}
+			binary.LittleEndian.PutUint16(out[2*i:], h)
 		}
 	case BF16:
 		for i, v := range src {
-			binary.LittleEndian.PutUint16(out[2*i:], F32ToBF16(float32(v)))
+			b := F32ToBF16(float32(v))
+			if b&0x7f80 == 0x7f80 && !math.IsInf(float64(v), 0) && v == v {
+				return nil, overflow(i, float64(BF16ToF32(0x7f7f)))
+			}
+			binary.LittleEndian.PutUint16(out[2*i:], b)
 		}
 	case F32:
 		for i, v := range src {
-			binary.LittleEndian.PutUint32(out[4*i:], math.Float32bits(float32(v)))
+			f := float32(v)
+			if math.IsInf(float64(f), 0) && !math.IsInf(float64(v), 0) {
+				return nil, overflow(i, math.MaxFloat32)
+			}
+			binary.LittleEndian.PutUint32(out[4*i:], math.Float32bits(f))
 		}
 	case F64:
 		for i, v := range src {

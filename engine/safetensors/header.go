@@ -74,6 +74,10 @@ func ReadHeader(r io.ReaderAt, size int64) (*Header, error) {
 // ErrNotFinite is wrapped by [ReadFloats] when a value is NaN or ±Inf.
 var ErrNotFinite = errors.New("safetensors: value is not finite")
 
+// ErrOverflow is wrapped by [EncodeFloats] when a finite value is too
+// large for the dtype (it would round to an infinity).
+var ErrOverflow = errors.New("safetensors: value overflows the dtype")
+
 // chunk is the read size of ReadFloats: large enough for sequential
 // throughput, small enough to stay in cache.
 const chunk = 1 << 20

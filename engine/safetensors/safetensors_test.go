@@ -280,3 +280,27 @@ func FuzzReadHeader(f *testing.F) {
 		}
 	})
 }
+
+// TestEncodeFloatsOverflow: a finite value past a dtype's range is an
+// error naming it, not a silent infinity; the largest finite values, the
+// ones that round down to them, and infinities and NaNs encode.
+func TestEncodeFloatsOverflow(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		dt       DType
+		fits     []float64
+		overflow float64
+	}{
+		{F16, []float64{65504, 65519.99, -65504, math.Inf(1), math.NaN()}, 65520},
+		{BF16, []float64{3.3895313892515355e38, math.Inf(-1)}, 3.3961775292304957e38},
+		{F32, []float64{math.MaxFloat32, math.Inf(1)}, 3.5e38},
+	} {
+		_, err := EncodeFloats(c.dt, c.fits)
+		require.NoError(t, err, c.dt)
+		_, err = EncodeFloats(c.dt, []float64{1, -c.overflow})
+		require.ErrorIs(t, err, ErrOverflow, c.dt)
+		assert.ErrorContains(t, err, "element 1 is", c.dt)
+	}
+	_, err := EncodeFloats(F64, []float64{math.MaxFloat64})
+	require.NoError(t, err)
+}
