@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"golang.org/x/sys/cpu"
 )
 
 // TestImplementationSelection checks that init picked the widest kernels the
@@ -23,4 +24,13 @@ func TestImplementationSelection(t *testing.T) {
 	}
 	assert.Equal(t, want, Implementation())
 	t.Logf("kernels in use: %s (AVX2+FMA %t, AVX-512F %t)", Implementation(), hasAVX2, hasAVX512)
+
+	// SgemmF16's sampling step reads half-precision weights in place where
+	// the AVX-512 float32 kernels run and the CPU converts halves (F16C)
+	// and masks 16-bit loads (AVX512BW, AVX512VL).
+	wantF16 := "widen"
+	if want == avx512SgemmImpl.name && cpu.X86.HasF16C && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VL {
+		wantF16 = "avx512"
+	}
+	assert.Equal(t, wantF16, F16Implementation())
 }

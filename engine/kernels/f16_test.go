@@ -196,16 +196,3 @@ func TestWidenGemmBlocksAreSgemm(t *testing.T) {
 		}
 	}
 }
-
-// TestF16Implementation checks the name against the route SgemmF16 takes.
-func TestF16Implementation(t *testing.T) {
-	t.Parallel()
-	want := "widen"
-	if f16Dot != nil && sgemmImpl == f16DotImpl {
-		want = "avx512"
-	}
-	require.Equal(t, want, F16Implementation())
-	if asmDisabled() {
-		require.Equal(t, "widen", F16Implementation())
-	}
-}

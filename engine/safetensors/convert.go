@@ -181,7 +181,7 @@ func EncodeFloats[F ~float32 | ~float64](dtype DType, src []F) ([]byte, error) {
 	case F16:
 		for i, v := range src {
 			h := F32ToF16(float32(v))
-			if h&0x7c00 == 0x7c00 && !math.IsInf(float64(v), 0) && v == v {
+			if h&halfF16.exp == halfF16.exp && !math.IsInf(float64(v), 0) && v == v {
 				return nil, overflow(i, 65504)
 			}
 			binary.LittleEndian.PutUint16(out[2*i:], h)
@@ -189,7 +189,7 @@ func EncodeFloats[F ~float32 | ~float64](dtype DType, src []F) ([]byte, error) {
 	case BF16:
 		for i, v := range src {
 			b := F32ToBF16(float32(v))
-			if b&0x7f80 == 0x7f80 && !math.IsInf(float64(v), 0) && v == v {
+			if b&halfBF16.exp == halfBF16.exp && !math.IsInf(float64(v), 0) && v == v {
 				return nil, overflow(i, float64(BF16ToF32(0x7f7f)))
 			}
 			binary.LittleEndian.PutUint16(out[2*i:], b)
