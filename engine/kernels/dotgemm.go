@@ -47,10 +47,7 @@ func dotGemm[T float, B any](im *gemmImpl[T], d *dotImplOf[T, B], par Par, m, n,
 		dotRow(im, d, par, n, k, alpha, a, b, ldb, beta, c)
 		return
 	}
-	edges := d.edges
-	if edges == nil {
-		edges = im.pool
-	}
+	edges := d.edgePool(im)
 	mr, nr := d.mr, d.nr
 	rowBlocks := ceilDiv(m, mr)
 	colTiles := ceilDiv(n, nr)
@@ -140,10 +137,7 @@ func dotGemm[T float, B any](im *gemmImpl[T], d *dotImplOf[T, B], par Par, m, n,
 // dotRow is dotGemm for one row of A: rowNR columns of C at a time, the
 // last ones through a zero-padded copy of B's rows and a scratch tile.
 func dotRow[T float, B any](im *gemmImpl[T], d *dotImplOf[T, B], par Par, n, k int, alpha T, a []T, b []B, ldb int, beta T, c []T) {
-	edges := d.edges
-	if edges == nil {
-		edges = im.pool
-	}
+	edges := d.edgePool(im)
 	colTiles := ceilDiv(n, rowNR)
 	threads := im.threads(par, colTiles, int64(n)*int64(k))
 	const chunk = 16
@@ -175,6 +169,15 @@ func dotRow[T float, B any](im *gemmImpl[T], d *dotImplOf[T, B], par Par, n, k i
 			edges.Put(buf)
 		}
 	})
+}
+
+// edgePool is where d's zero-padded copies of B's last tile come from:
+// d.edges, or im's pool when B's elements are im's.
+func (d *dotImplOf[T, B]) edgePool(im *gemmImpl[T]) *sync.Pool {
+	if d.edges != nil {
+		return d.edges
+	}
+	return im.pool
 }
 
 // poolSlice takes a slice from p, or a new one when p has none (of B).
