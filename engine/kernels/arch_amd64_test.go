@@ -3,7 +3,10 @@
 package kernels
 
 import (
+	"math"
+	"math/rand/v2"
 	"os"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -33,4 +36,72 @@ func TestImplementationSelection(t *testing.T) {
 		wantF16 = "avx512"
 	}
 	assert.Equal(t, wantF16, F16Implementation())
+}
+
+// TestMicroKernelsSumInOrder holds every assembly micro-kernel to its
+// contract, bit for bit: each element of the tile is the FMA chain over
+// p = 0, 1, …, k-1, then alpha·sum + beta·C (C not read when beta == 0), for
+// depths on both sides of the kernels' loop segments (12 steps and 24) and of
+// a depth pass.
+func TestMicroKernelsSumInOrder(t *testing.T) {
+	t.Parallel()
+	ks := []int{255, 256, 257}
+	for k := 1; k <= 30; k++ {
+		ks = append(ks, k)
+	}
+	for _, im := range asmSgemmImpls() {
+		testKernelSumsInOrder(t, im.name, im.mr, im.nr, ks, im.kernel, func(a, b, c float32) float32 {
+			// a·b is exact in float64; with these operands the sum rounds
+			// to float32 as a float32 FMA does.
+			return float32(math.FMA(float64(a), float64(b), float64(c)))
+		})
+	}
+	for _, im := range asmDgemmImpls() {
+		testKernelSumsInOrder(t, im.name, im.mr, im.nr, ks, im.kernel, math.FMA)
+	}
+}
+
+func testKernelSumsInOrder[T float](t *testing.T, name string, mr, nr int, ks []int, kernel microKernel[T], fma func(a, b, c T) T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	const ldc = 40 // wider than any tile: columns past nr must stay untouched
+	for _, k := range ks {
+		a := make([]T, mr*k)
+		b := make([]T, k*nr)
+		for i := range a {
+			a[i] = T(rng.Float64()*2 - 1)
+		}
+		for i := range b {
+			b[i] = T(rng.Float64()*2 - 1)
+		}
+		for _, beta := range []T{0, 0.75} {
+			c := make([]T, mr*ldc)
+			for i := range c {
+				c[i] = T(rng.Float64())
+			}
+			if beta == 0 {
+				for i := 0; i < mr; i++ {
+					c[i*ldc] = T(math.NaN()) // not read
+				}
+			}
+			want := slices.Clone(c)
+			const alpha = 1.5
+			for i := range mr {
+				for j := range nr {
+					var sum T
+					for p := range k {
+						sum = fma(a[p*mr+i], b[p*nr+j], sum)
+					}
+					v := alpha * sum
+					if beta != 0 {
+						v = fma(beta, c[i*ldc+j], v)
+					}
+					want[i*ldc+j] = v
+				}
+			}
+			kernel(k, a, 1, mr, b, nr, c, ldc, alpha, beta)
+			if !slices.Equal(want, c) {
+				t.Fatalf("%s, k = %d, beta = %v: the tile is not the in-order FMA sum", name, k, beta)
+			}
+		}
+	}
 }
