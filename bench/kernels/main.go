@@ -16,6 +16,13 @@
 // libblas.so.3 in DIR first. Ratios against a BLAS that is not OpenBLAS
 // (Debian's reference BLAS is about 30× slower) are not reported.
 //
+// OpenBLAS's threads keep spinning after a product returns (about 0.1 s on
+// a Xeon, a whole core each), so after each numpy measurement the command
+// waits until the numpy process stops using CPU (read from Linux's
+// /proc/PID/task/*/schedstat) before timing the engine: otherwise the
+// engine's next measurement shares its cores with them. The waits are
+// reported (numpy_settle_ms).
+//
 // The last line of -json output is one JSON object.
 package main
 
@@ -87,6 +94,7 @@ type report struct {
 	DecodeBF16Frac  float64 `json:"decode_stream_bf16_of_bandwidth"`
 	DecodeBF16OverF float64 `json:"decode_stream_bf16_speedup"`
 	BLAS            string  `json:"numpy_blas,omitempty"`
+	NumpySettleMs   float64 `json:"numpy_settle_ms,omitempty"`
 	CoreName        string  `json:"openblas_corename,omitempty"`
 	NumpyNote       string  `json:"numpy_note,omitempty"`
 }
@@ -120,6 +128,9 @@ func main() {
 	}
 	for _, s := range shapes {
 		r := measureShape(par, s, dur, np)
+		if np != nil && np.settles > 0 {
+			rep.NumpySettleMs = float64(np.settled.Milliseconds()) / float64(np.settles)
+		}
 		rep.Rows = append(rep.Rows, r)
 		fmt.Printf("%-20s f32 %7.1f   bf16 %7.1f   bf16 A rounded %7.1f   f16 %7.1f GFLOP/s   bf16/f32 %.2f", s.Name, r.F32, r.BF16, r.BF16RoundA, r.F16, r.BF16OverF)
 		if r.Numpy > 0 && rep.CoreName != "" {
@@ -137,6 +148,9 @@ func main() {
 	// the bytes rates times two.
 	rep.DecodeBF16OverF = 2 * rep.DecodeBF16GBs / rep.DecodeF32GBs
 	rep.DecodeF16OverF = 2 * rep.DecodeF16GBs / rep.DecodeF32GBs
+	if rep.NumpySettleMs > 0 {
+		fmt.Printf("after each numpy measurement, its BLAS threads spun on for %.0f ms on average before the engine was timed again\n", rep.NumpySettleMs)
+	}
 	fmt.Printf("memory bandwidth (read) %.1f GB/s; 1-row decode over 240 MiB of weights: bf16 %.1f GB/s (%.0f%% of it), f16 %.1f GB/s (%.0f%%), f32 %.1f GB/s; bf16 %.2f×, f16 %.2f× faster per product\n",
 		rep.BandwidthGBs, rep.DecodeBF16GBs, 100*rep.DecodeBF16Frac, rep.DecodeF16GBs, 100*rep.DecodeF16Frac, rep.DecodeF32GBs, rep.DecodeBF16OverF, rep.DecodeF16OverF)
 
@@ -179,7 +193,9 @@ func measureShape(par kernels.Par, s shape, dur time.Duration, np *numpyProc) ro
 		d, n = timeLoop(dur/12, func() { par.SgemmF16(s.TransB, s.M, s.N, s.K, 1, a, s.K, h16, ldb, 0, c, s.N) })
 		th, nh = th+d, nh+n
 		if np != nil {
-			if g, err := np.measure(s, dur/12); err == nil {
+			g, err := np.measure(s, dur/12)
+			np.settle()
+			if err == nil {
 				npSum += g
 				npRounds++
 			} else {
@@ -295,11 +311,13 @@ func decodeStream(par kernels.Par, dur time.Duration) (bf, f16, f32 float64) {
 
 // numpyProc is numpy_ref.py running, answering one measurement per line.
 type numpyProc struct {
-	cmd    *exec.Cmd
-	in     io.WriteCloser
-	out    *bufio.Scanner
-	script string
-	info   struct {
+	cmd     *exec.Cmd
+	in      io.WriteCloser
+	out     *bufio.Scanner
+	script  string
+	settled time.Duration // total time settle waited
+	settles int
+	info    struct {
 		BLAS     string `json:"blas"`
 		CoreName string `json:"corename"`
 		Numpy    string `json:"numpy"`
@@ -373,6 +391,49 @@ func (p *numpyProc) measure(s shape, d time.Duration) (float64, error) {
 		return 0, fmt.Errorf("numpy_ref.py answered %q: %w", p.out.Text(), err)
 	}
 	return r.GFLOPS, nil
+}
+
+// settle waits until the numpy process has used less than a tenth of a
+// core over settleWindow, or for settleMax, and adds the wait to p.settled.
+// Without Linux's per-thread schedstat files it returns at once.
+func (p *numpyProc) settle() {
+	const settleWindow, settleMax = 10 * time.Millisecond, 2 * time.Second
+	start := time.Now()
+	prev, ok := p.cpuTime()
+	for ok && time.Since(start) < settleMax {
+		time.Sleep(settleWindow)
+		var now time.Duration
+		if now, ok = p.cpuTime(); ok && now-prev < settleWindow/10 {
+			break
+		}
+		prev = now
+	}
+	p.settled += time.Since(start)
+	p.settles++
+}
+
+// cpuTime is the CPU time all of the numpy process's threads have run, from
+// the first field of /proc/PID/task/TID/schedstat (nanoseconds).
+func (p *numpyProc) cpuTime() (time.Duration, bool) {
+	dir := fmt.Sprintf("/proc/%d/task", p.cmd.Process.Pid)
+	tasks, err := os.ReadDir(dir)
+	if err != nil {
+		return 0, false
+	}
+	var total time.Duration
+	for _, t := range tasks {
+		b, err := os.ReadFile(dir + "/" + t.Name() + "/schedstat")
+		if err != nil {
+			continue // the thread ended
+		}
+		f, _, _ := strings.Cut(string(b), " ")
+		ns, err := strconv.ParseInt(f, 10, 64)
+		if err != nil {
+			return 0, false
+		}
+		total += time.Duration(ns)
+	}
+	return total, true
 }
 
 func (p *numpyProc) close() {
