@@ -22,10 +22,10 @@ func sgemmKernel6x16(k int, a *float32, rsa, csa int, b *float32, ldb int, c *fl
 func dgemmKernel6x8(k int, a *float64, rsa, csa int, b *float64, ldb int, c *float64, ldc int, alpha float64, beta float64)
 
 //go:noescape
-func sgemmKernel12x32(k int, a *float32, rsa, csa int, b *float32, ldb int, c *float32, ldc int, alpha float32, beta float32)
+func sgemmKernel12x32(k int, a *float32, rsa, csa int, b *float32, ldb int, c *float32, ldc int, alpha float32, beta float32, next *float32)
 
 //go:noescape
-func dgemmKernel12x16(k int, a *float64, rsa, csa int, b *float64, ldb int, c *float64, ldc int, alpha float64, beta float64)
+func dgemmKernel12x16(k int, a *float64, rsa, csa int, b *float64, ldb int, c *float64, ldc int, alpha float64, beta float64, next *float64)
 
 //go:noescape
 func sdotKernel3x4(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, alpha float32, beta float32)
@@ -58,7 +58,7 @@ func saxpyAVX2(alpha float32, x *float32, y *float32, n int)
 func daxpyAVX2(alpha float64, x *float64, y *float64, n int)
 
 // avx2Sgemm is the microKernel for a 6×16 float32 tile.
-func avx2Sgemm(k int, a []float32, rsa, csa int, b []float32, ldb int, c []float32, ldc int, alpha, beta float32) {
+func avx2Sgemm(k int, a []float32, rsa, csa int, b []float32, ldb int, c []float32, ldc int, alpha, beta float32, _ []float32) {
 	_ = a[5*rsa+(k-1)*csa]
 	_ = b[(k-1)*ldb+15]
 	_ = c[5*ldc+15]
@@ -66,7 +66,7 @@ func avx2Sgemm(k int, a []float32, rsa, csa int, b []float32, ldb int, c []float
 }
 
 // avx2Dgemm is the microKernel for a 6×8 float64 tile.
-func avx2Dgemm(k int, a []float64, rsa, csa int, b []float64, ldb int, c []float64, ldc int, alpha, beta float64) {
+func avx2Dgemm(k int, a []float64, rsa, csa int, b []float64, ldb int, c []float64, ldc int, alpha, beta float64, _ []float64) {
 	_ = a[5*rsa+(k-1)*csa]
 	_ = b[(k-1)*ldb+7]
 	_ = c[5*ldc+7]
@@ -74,19 +74,27 @@ func avx2Dgemm(k int, a []float64, rsa, csa int, b []float64, ldb int, c []float
 }
 
 // avx512Sgemm is the microKernel for a 12×32 float32 tile.
-func avx512Sgemm(k int, a []float32, rsa, csa int, b []float32, ldb int, c []float32, ldc int, alpha, beta float32) {
+func avx512Sgemm(k int, a []float32, rsa, csa int, b []float32, ldb int, c []float32, ldc int, alpha, beta float32, next []float32) {
 	_ = a[11*rsa+(k-1)*csa]
 	_ = b[(k-1)*ldb+31]
 	_ = c[11*ldc+31]
-	sgemmKernel12x32(k, &a[0], rsa, csa, &b[0], ldb, &c[0], ldc, alpha, beta)
+	sgemmKernel12x32(k, &a[0], rsa, csa, &b[0], ldb, &c[0], ldc, alpha, beta, first(next))
 }
 
 // avx512Dgemm is the microKernel for a 12×16 float64 tile.
-func avx512Dgemm(k int, a []float64, rsa, csa int, b []float64, ldb int, c []float64, ldc int, alpha, beta float64) {
+func avx512Dgemm(k int, a []float64, rsa, csa int, b []float64, ldb int, c []float64, ldc int, alpha, beta float64, next []float64) {
 	_ = a[11*rsa+(k-1)*csa]
 	_ = b[(k-1)*ldb+15]
 	_ = c[11*ldc+15]
-	dgemmKernel12x16(k, &a[0], rsa, csa, &b[0], ldb, &c[0], ldc, alpha, beta)
+	dgemmKernel12x16(k, &a[0], rsa, csa, &b[0], ldb, &c[0], ldc, alpha, beta, first(next))
+}
+
+// first is &s[0], or nil when s is empty.
+func first[T any](s []T) *T {
+	if len(s) == 0 {
+		return nil
+	}
+	return &s[0]
 }
 
 // avxTranspose8x8 copies element (j, p) of src (row stride ss) to (p, j) of

@@ -42,7 +42,7 @@ func TestImplementationSelection(t *testing.T) {
 // contract, bit for bit: each element of the tile is the FMA chain over
 // p = 0, 1, …, k-1, then alpha·sum + beta·C (C not read when beta == 0), for
 // depths on both sides of the kernels' loop segments (12 steps and 24) and of
-// a depth pass.
+// a depth pass, with and without a next block to prefetch.
 func TestMicroKernelsSumInOrder(t *testing.T) {
 	t.Parallel()
 	ks := []int{255, 256, 257}
@@ -98,9 +98,15 @@ func testKernelSumsInOrder[T float](t *testing.T, name string, mr, nr int, ks []
 					want[i*ldc+j] = v
 				}
 			}
-			kernel(k, a, 1, mr, b, nr, c, ldc, alpha, beta)
-			if !slices.Equal(want, c) {
-				t.Fatalf("%s, k = %d, beta = %v: the tile is not the in-order FMA sum", name, k, beta)
+			// With and without memory to ask into cache (next), which must
+			// change nothing.
+			next := make([]T, 64*k)
+			for _, next := range [][]T{nil, next} {
+				got := slices.Clone(c)
+				kernel(k, a, 1, mr, b, nr, got, ldc, alpha, beta, next)
+				if !slices.Equal(want, got) {
+					t.Fatalf("%s, k = %d, beta = %v, next %t: the tile is not the in-order FMA sum", name, k, beta, next != nil)
+				}
 			}
 		}
 	}

@@ -14,7 +14,11 @@ type float interface{ ~float32 | ~float64 }
 // Every element of the tile is the sum over p = 0, 1, …, k-1 in that order,
 // accumulated in its own register lane, so the value of an element does not
 // depend on its position in the tile nor on the other elements.
-type microKernel[T float] func(k int, a []T, rsa, csa int, b []T, ldb int, c []T, ldc int, alpha, beta T)
+//
+// next, when not empty, is memory the caller reads soon after the call (the
+// next block of packed B): a kernel may ask part of it into cache, from its
+// start, while it runs. It never changes the result.
+type microKernel[T float] func(k int, a []T, rsa, csa int, b []T, ldb int, c []T, ldc int, alpha, beta T, next []T)
 
 // gemmImpl is one way to run GEMM: a micro-kernel and the blocking around it.
 // All fields are fixed at package initialisation; a gemmImpl is read-only and
@@ -308,9 +312,17 @@ func (s *slab[T]) item(i0, mb, jp0, jp1 int, aBuf, bEdge, tile []T) {
 				bp = bEdge[:kb*nr]
 				packBPanel(false, b, ldb, pc, kb, j0, nb, nr, bp)
 			}
+			// The last two tiles against this block of B ask each half of
+			// the next block into cache.
+			nextB := s.nextBlock(jp, pc, jp0, jp1)
+			nTiles := ceilDiv(mb, mr)
 			for ip := 0; ip*mr < mb; ip++ {
 				i := i0 + ip*mr
 				mi := min(mr, m-i)
+				var next []T
+				if h := ip - (nTiles - 2); len(nextB) > 0 && h >= 0 {
+					next = nextB[h*len(nextB)/2:]
+				}
 				ap, rsa, csa := aBuf[:kb*mr], 1, mr
 				switch {
 				case packA:
@@ -322,7 +334,7 @@ func (s *slab[T]) item(i0, mb, jp0, jp1 int, aBuf, bEdge, tile []T) {
 					ap, rsa, csa = a[i*lda+pc:], lda, 1
 				}
 				if mi == mr && nb == nr {
-					im.kernel(kb, ap, rsa, csa, bp, ldbp, c[i*ldc+j0:], ldc, alpha, bet)
+					im.kernel(kb, ap, rsa, csa, bp, ldbp, c[i*ldc+j0:], ldc, alpha, bet, next)
 					continue
 				}
 				// Edge tile: run the same kernel on a padded copy so that
@@ -332,13 +344,31 @@ func (s *slab[T]) item(i0, mb, jp0, jp1 int, aBuf, bEdge, tile []T) {
 						copy(tile[ii*nr:ii*nr+nb], c[(i+ii)*ldc+j0:][:nb])
 					}
 				}
-				im.kernel(kb, ap, rsa, csa, bp, ldbp, tile, nr, alpha, bet)
+				im.kernel(kb, ap, rsa, csa, bp, ldbp, tile, nr, alpha, bet, next)
 				for ii := range mi {
 					copy(c[(i+ii)*ldc+j0:][:nb], tile[ii*nr:ii*nr+nb])
 				}
 			}
 		}
 	}
+}
+
+// nextBlock is the block of packed B that item (panels [jp0, jp1)) runs
+// after panel jp's depth pass at pc: the next panel's pass, or after the
+// last panel the first one's next pass; nil when there is none or B is not
+// packed.
+func (s *slab[T]) nextBlock(jp, pc, jp0, jp1 int) []T {
+	if !s.packB {
+		return nil
+	}
+	kc, nr := s.im.kc, s.im.nr
+	switch {
+	case jp+1 < jp1:
+		return s.bPacked[(jp+1)*s.kg*nr+(pc-s.p0)*nr:][:min(kc, s.p0+s.kg-pc)*nr]
+	case pc+kc < s.p0+s.kg:
+		return s.bPacked[jp0*s.kg*nr+(pc+kc-s.p0)*nr:][:min(kc, s.p0+s.kg-pc-kc)*nr]
+	}
+	return nil
 }
 
 // swapGemm computes T = op(B)ᵀ·op(A)ᵀ (n×m) with gemm, then

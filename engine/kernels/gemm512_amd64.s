@@ -21,6 +21,13 @@
 // from 240-253 to 250-259, G·W 512×1024×3072 from 239-253 to 254-258 and
 // X·Wᵀ 512×8192×1024 from 245-259 to 259-265.
 //
+// When next is not nil, the steps between those ask 64 bytes of it per step
+// into L2, from next on: the driver points it at the block of packed B that
+// it runs after this one, so that block's first tile does not wait on L3.
+// Through Sgemm without and with it, medians of ten rounds in one process:
+// 249 → 257, 245 → 256 and 247 → 256 on 2 threads (126 → 130, 120 → 122 and
+// 127 → 130 on one).
+//
 // The two kernels were written from one template and differ only in element
 // size and mnemonics.
 
@@ -119,8 +126,8 @@
 	ADDQ R11, R13; \
 	ADDQ AX, DI
 
-// func sgemmKernel12x32(k int, a *float32, rsa int, csa int, b *float32, ldb int, c *float32, ldc int, alpha float32, beta float32)
-TEXT ·sgemmKernel12x32(SB), NOSPLIT, $0-72
+// func sgemmKernel12x32(k int, a *float32, rsa int, csa int, b *float32, ldb int, c *float32, ldc int, alpha float32, beta float32, next *float32)
+TEXT ·sgemmKernel12x32(SB), NOSPLIT, $0-80
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ rsa+16(FP), R8
@@ -188,6 +195,16 @@ sloop1:
 slast:
 	SUBQ BX, CX
 	JZ sloop3
+	MOVQ next+72(FP), R14
+	TESTQ R14, R14
+	JZ sloop2
+sloop2next:
+	PREFETCHT1 (R14)
+	ADDQ $64, R14
+	SSTEP
+	DECQ CX
+	JNZ sloop2next
+	JMP sloop3
 sloop2:
 	SSTEP
 	DECQ CX
@@ -309,8 +326,8 @@ sstore512:
 	VZEROUPPER
 	RET
 
-// func dgemmKernel12x16(k int, a *float64, rsa int, csa int, b *float64, ldb int, c *float64, ldc int, alpha float64, beta float64)
-TEXT ·dgemmKernel12x16(SB), NOSPLIT, $0-80
+// func dgemmKernel12x16(k int, a *float64, rsa int, csa int, b *float64, ldb int, c *float64, ldc int, alpha float64, beta float64, next *float64)
+TEXT ·dgemmKernel12x16(SB), NOSPLIT, $0-88
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ rsa+16(FP), R8
@@ -378,6 +395,16 @@ dloop1:
 dlast:
 	SUBQ BX, CX
 	JZ dloop3
+	MOVQ next+80(FP), R14
+	TESTQ R14, R14
+	JZ dloop2
+dloop2next:
+	PREFETCHT1 (R14)
+	ADDQ $64, R14
+	DSTEP
+	DECQ CX
+	JNZ dloop2next
+	JMP dloop3
 dloop2:
 	DSTEP
 	DECQ CX

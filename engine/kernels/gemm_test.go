@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -272,6 +273,59 @@ func TestSlabsDoNotChangeResults(t *testing.T) {
 				require.Equal(t, math.Float32bits(want[i*o.ldc+j]), math.Float32bits(got[i*o.ldc+j]), "%s: C[%d,%d]", im.name, i, j)
 			}
 		}
+	}
+}
+
+// TestKernelsAreToldTheNextBlock checks the next block the driver hands a
+// micro-kernel to ask into cache: the last two tiles against a block of
+// packed B get the two halves of the block read right after it, and no
+// other tile gets anything.
+func TestKernelsAreToldTheNextBlock(t *testing.T) {
+	t.Parallel()
+	type call struct {
+		b, next  uintptr
+		k, nNext int
+	}
+	var calls []call
+	im := *goSgemm
+	// One work item (every row, every panel), over several depth passes.
+	im.kc, im.mc, im.chunk, im.packBMinRows, im.dot, im.narrow = 8, 16, 100, 0, nil, nil
+	im.kernel = func(k int, a []float32, rsa, csa int, b []float32, ldb int, c []float32, ldc int, alpha, beta float32, next []float32) {
+		cl := call{b: uintptr(unsafe.Pointer(&b[0])), k: k, nNext: len(next)}
+		if len(next) > 0 {
+			cl.next = uintptr(unsafe.Pointer(&next[0]))
+		}
+		calls = append(calls, cl)
+		goKernel4x4(k, a, rsa, csa, b, ldb, c, ldc, alpha, beta, next)
+	}
+	for _, s := range []shape{{m: 16, n: 40, k: 20}, {tB: true, m: 14, n: 24, k: 17}} {
+		calls = calls[:0]
+		o := newOperands[float32](rand.New(rand.NewPCG(23, 24)), s)
+		gemm(&im, Par{}, s.tA, s.tB, s.m, s.n, s.k, 1, o.a, o.lda, o.b, o.ldb, 0, o.c, o.ldc)
+		const size = 4 // bytes per float32
+		tiles := ceilDiv(min(s.m, im.mc), im.mr)
+		told := 0
+		for i, cl := range calls {
+			// The block read after this one: the next call on other B.
+			j := i + 1
+			for j < len(calls) && calls[j].b == cl.b {
+				j++
+			}
+			if j == len(calls) || j-i > 2 {
+				// Nothing is read after the item's last block, and only the
+				// last two tiles against a block are told.
+				require.Zero(t, cl.nNext, "%+v: call %d of %d", s, i, len(calls))
+				continue
+			}
+			nb := calls[j]
+			want := nb.b
+			if j-i == 1 {
+				want += uintptr(nb.k * im.nr / 2 * size) // the last tile: the second half
+			}
+			require.Equal(t, want, cl.next, "%+v: call %d of %d (%d tiles a block)", s, i, len(calls), tiles)
+			told++
+		}
+		require.NotZero(t, told, "%+v", s)
 	}
 }
 

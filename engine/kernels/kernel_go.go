@@ -3,7 +3,7 @@ package kernels
 // goKernel4x4 is the portable micro-kernel: a 4×4 tile held in sixteen local
 // accumulators. It is what runs on architectures without assembly kernels and
 // when the assembly is disabled.
-func goKernel4x4[T float](k int, a []T, rsa, csa int, b []T, ldb int, c []T, ldc int, alpha, beta T) {
+func goKernel4x4[T float](k int, a []T, rsa, csa int, b []T, ldb int, c []T, ldc int, alpha, beta T, _ []T) {
 	var c00, c01, c02, c03, c10, c11, c12, c13, c20, c21, c22, c23, c30, c31, c32, c33 T
 	_ = a[3*rsa+(k-1)*csa]
 	_ = b[(k-1)*ldb+3]

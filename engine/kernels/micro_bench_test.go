@@ -12,7 +12,7 @@ func BenchmarkMicroKernel(b *testing.B) {
 		c := make([]float32, im.mr*im.nr)
 		b.Run(im.name, func(b *testing.B) {
 			for b.Loop() {
-				im.kernel(k, a, 1, im.mr, bp, im.nr, c, im.nr, 1, 0)
+				im.kernel(k, a, 1, im.mr, bp, im.nr, c, im.nr, 1, 0, nil)
 			}
 			b.ReportMetric(2*float64(im.mr*im.nr*k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 		})

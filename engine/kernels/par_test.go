@@ -154,7 +154,7 @@ func TestGemmUsesThreads(t *testing.T) {
 		allOnce       sync.Once
 	)
 	im := *goSgemm
-	im.kernel = func(k int, a []float32, rsa, csa int, b []float32, ldb int, c []float32, ldc int, alpha, beta float32) {
+	im.kernel = func(k int, a []float32, rsa, csa int, b []float32, ldb int, c []float32, ldc int, alpha, beta float32, next []float32) {
 		n := running.Add(1)
 		for {
 			p := peak.Load()
@@ -171,7 +171,7 @@ func TestGemmUsesThreads(t *testing.T) {
 			case <-giveUp:
 			}
 		}
-		goKernel4x4(k, a, rsa, csa, b, ldb, c, ldc, alpha, beta)
+		goKernel4x4(k, a, rsa, csa, b, ldb, c, ldc, alpha, beta, next)
 		running.Add(-1)
 	}
 	run := func(m, n, k, threads int, wait int32) int32 {
