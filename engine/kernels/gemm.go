@@ -184,7 +184,8 @@ func gemm[T float](im *gemmImpl[T], par Par, tA, tB bool, m, n, k int, alpha T, 
 // 16 MiB slabs of every column over one pass ran X·Wᵀ 512×3072×1024,
 // G·W 512×1024×3072 and 512×8192×1024 at 0.72-0.80 of numpy's rate on
 // 2 threads; these slabs, with B in place packed a row at a time, at
-// 0.77-0.90, 0.84-0.90 and 0.79-0.86.
+// 0.77-0.90, 0.84-0.90 and 0.79-0.86 (both before bench/kernels waited for
+// OpenBLAS's spinning threads, which put every ratio 0.05-0.10 low).
 const defaultMaxPackedB = 1 << 20
 
 // slab is the part of a product that shares one packed block of B: columns
