@@ -51,8 +51,11 @@ func TestMicroKernelsSumInOrder(t *testing.T) {
 	}
 	for _, im := range asmSgemmImpls() {
 		testKernelSumsInOrder(t, im.name, im.mr, im.nr, ks, im.kernel, func(a, b, c float32) float32 {
-			// a·b is exact in float64; with these operands the sum rounds
-			// to float32 as a float32 FMA does.
+			// a·b is exact in float64, so this is the float32 FMA except
+			// where rounding to float64 and then to float32 differs from
+			// rounding once; the operands are fixed, and none of their sums
+			// is such a case (the test would fail on every run, not by
+			// chance).
 			return float32(math.FMA(float64(a), float64(b), float64(c)))
 		})
 	}

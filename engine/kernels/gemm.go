@@ -314,14 +314,14 @@ func (s *slab[T]) item(i0, mb, jp0, jp1 int, aBuf, bEdge, tile []T) {
 				packBPanel(false, b, ldb, pc, kb, j0, nb, nr, bp)
 			}
 			// The last two tiles against this block of B ask each half of
-			// the next block into cache.
+			// the next block into cache (a lone tile, the first half).
 			nextB := s.nextBlock(jp, pc, jp0, jp1)
-			nTiles := ceilDiv(mb, mr)
+			firstTold := max(ceilDiv(mb, mr)-2, 0)
 			for ip := 0; ip*mr < mb; ip++ {
 				i := i0 + ip*mr
 				mi := min(mr, m-i)
 				var next []T
-				if h := ip - (nTiles - 2); len(nextB) > 0 && h >= 0 {
+				if h := ip - firstTold; len(nextB) > 0 && h >= 0 {
 					next = nextB[h*len(nextB)/2:]
 				}
 				ap, rsa, csa := aBuf[:kb*mr], 1, mr

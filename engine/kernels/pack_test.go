@@ -52,9 +52,9 @@ func TestPackBPanel(t *testing.T) {
 }
 
 // TestPackAPanel checks micro-panel packing of A, plain and transposed
-// (where full float32 panels of 8, 12 or 16 rows run on 8×8 vector
-// transposes when the CPU has them, the depth's tail element by element),
-// against the definition, zero padding included.
+// (where full panels of 24, 48 or 96 bytes a depth step, here float32 panels
+// of 6 and 12 rows, are copied by copyRows when the CPU has AVX), against
+// the definition, zero padding included.
 func TestPackAPanel(t *testing.T) {
 	t.Parallel()
 	rng := rand.New(rand.NewPCG(43, 44))
