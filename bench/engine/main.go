@@ -5,6 +5,7 @@
 //
 //	go run ./bench/engine -json
 //	go run ./bench/engine -json -shape qwen3-0.6b
+//	go run ./bench/engine -json -shape smollm2-135m
 //
 // Training: LoRA (every adapter, rank 8) forward + backward + AdamW step on
 // a batch of random token sequences. Sampling: n completions of one prompt
@@ -24,6 +25,10 @@
 // LoRA rank 16 on all seven projections, training 8 × 256 tokens, sampling
 // 8 × 128 new tokens after a shared 256-token prompt and (-latency, on by
 // default there) 1 × 128, in both engines; flags given explicitly still win.
+// -shape smollm2-135m is the same at SmolLM2-135M's shapes (a Llama: vocab
+// 49,152, dim 576, 30 layers, 9 query and 3 KV heads of width 64, MLP 1536,
+// no q/k norms, tied embeddings, rope theta 1e5, norm eps 1e-5; 135 M
+// parameters), with the same sizes and defaults.
 // It first runs one GRPO step in the process (-grpo, on by default there: a
 // trainer and a sampler over the one base, 8 completions of 128 tokens after
 // a 128-token prompt, group-normalized rewards, the importance-sampling loss
@@ -99,14 +104,14 @@ func main() {
 	flag.IntVar(&s.SampleReps, "sample-reps", 5, "timed sampling calls (after one warm-up)")
 	asJSON := flag.Bool("json", false, "end with one JSON line")
 	torch := flag.Bool("torch", true, "also run the PyTorch reference when available")
-	shape := flag.String("shape", "tandem", "model shape: tandem (the default model) or qwen3-0.6b (random weights)")
+	shape := flag.String("shape", "tandem", "model shape: tandem (the default model), or qwen3-0.6b or smollm2-135m (random weights in that model's shapes)")
 	sampleAdapter := flag.Bool("sample-adapter", false, "sample with the trained adapter (applied unmerged) instead of the base")
-	concurrent := flag.Int("concurrent", 64, "also compare this many concurrent single-sample calls with one call of n = this many and with the serialized sampler (0: skip; default 0 for -shape qwen3-0.6b)")
+	concurrent := flag.Int("concurrent", 64, "also compare this many concurrent single-sample calls with one call of n = this many and with the serialized sampler (0: skip; default 0 for the real-model shapes)")
 	concRounds := flag.Int("concurrent-rounds", 3, "rounds of the batched forms of -concurrent (each keeps its best)")
 	doTrain := flag.Bool("train", true, "measure training (false: sampling only; -sample-adapter then uses a fresh adapter)")
-	rank := flag.Int("rank", 0, "LoRA rank on every projection (0: 8 for -shape tandem, 16 for qwen3-0.6b)")
-	flag.BoolVar(&s.Latency, "latency", false, "also sample one completion at a time (the latency case; default on for qwen3-0.6b)")
-	grpo := flag.Bool("grpo", false, "first run one GRPO step (sample n completions of a prompt, then forward-backward with the importance-sampling loss and an Adam step on the n sequences of prompt + completion) and report the process's peak resident memory after it (default on for qwen3-0.6b)")
+	rank := flag.Int("rank", 0, "LoRA rank on every projection (0: 8 for -shape tandem, 16 for the real-model shapes)")
+	flag.BoolVar(&s.Latency, "latency", false, "also sample one completion at a time (the latency case; default on for the real-model shapes)")
+	grpo := flag.Bool("grpo", false, "first run one GRPO step (sample n completions of a prompt, then forward-backward with the importance-sampling loss and an Adam step on the n sequences of prompt + completion) and report the process's peak resident memory after it (default on for the real-model shapes)")
 	grpoPrompt := flag.Int("grpo-prompt", 128, "prompt tokens of the -grpo step (each sequence is this plus -grpo-new)")
 	grpoNew := flag.Int("grpo-new", 128, "tokens sampled per completion in the -grpo step")
 	weights := flag.String("weights", "f32", "the base's matrices: f32, bf16 (kept in bfloat16 as a BF16 checkpoint loads, computed by kernels.SgemmBF16) or f16 (kept in half precision as an F16 checkpoint loads, computed by kernels.SgemmF16)")
@@ -124,26 +129,24 @@ func main() {
 	}
 	set := map[string]bool{}
 	flag.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	switch *shape {
-	case "tandem":
+	s.Rank = engine.DefaultLoraConfig().Rank
+	real, isReal := realShapes[*shape]
+	switch {
+	case *shape == "tandem":
 		s.Config = engine.DefaultConfig()
-	case "qwen3-0.6b":
-		s.Config = qwen3Config()
+	case isReal:
+		s.Config = real.config
 		for name, v := range map[string]*int{"train-batch": &s.TrainBatch, "train-seq": &s.TrainSeq, "train-steps": &s.TrainSteps,
 			"prompt-len": &s.PromptLen, "n": &s.N, "new-tokens": &s.NewTokens, "sample-reps": &s.SampleReps, "concurrent": concurrent} {
 			if !set[name] {
-				*v = qwen3Defaults[name]
+				*v = realDefaults[name]
 			}
 		}
 	default:
-		fail(fmt.Errorf("-shape %q: want tandem or qwen3-0.6b", *shape))
+		fail(fmt.Errorf("-shape %q: want tandem, qwen3-0.6b or smollm2-135m", *shape))
 	}
-	s.Rank = engine.DefaultLoraConfig().Rank
-	if *shape == "qwen3-0.6b" {
-		// PyTorch's autograd keeps ~2 GB per 256-token sequence of this
-		// shape (all 8 at once were killed at 19.5 GB on a 23 GB machine):
-		// two at a time.
-		s.TorchMicro = 2
+	if isReal {
+		s.TorchMicro = real.torchMicro
 		s.Rank = 16
 		if !set["latency"] {
 			s.Latency = true
@@ -281,19 +284,36 @@ func fail(err error) {
 	os.Exit(1)
 }
 
-// qwen3Config is Qwen3-0.6B's shape (config.json of Qwen/Qwen3-0.6B), with
-// the context cut to the rotary tables a benchmark needs.
-func qwen3Config() engine.Config {
-	return engine.Config{Vocab: 151936, Dim: 1024, Layers: 28, Heads: 16, KVHeads: 8, HeadDim: 128, Hidden: 3072,
-		Context: 4096, QKNorm: true, TiedEmbed: true, RopeTheta: 1e6, NormEps: 1e-6}
+// realShape is a real model's shape for -shape, with random weights.
+type realShape struct {
+	config engine.Config
+	// torchMicro is the sequences per backward pass of the PyTorch
+	// reference's training step.
+	torchMicro int
 }
 
-// qwen3Defaults are the qwen3-0.6b shape's defaults for flags not given.
+// realShapes are the models' shapes as their config.json files on the Hub
+// give them (engine/hf's tests hold those files), with the context cut to
+// the rotary tables a benchmark needs.
+var realShapes = map[string]realShape{
+	// Qwen/Qwen3-0.6B. PyTorch's autograd keeps ~2 GB per 256-token
+	// sequence of this shape (all 8 at once were killed at 19.5 GB on a
+	// 23 GB machine): two at a time.
+	"qwen3-0.6b": {engine.Config{Vocab: 151936, Dim: 1024, Layers: 28, Heads: 16, KVHeads: 8, HeadDim: 128, Hidden: 3072,
+		Context: 4096, QKNorm: true, TiedEmbed: true, RopeTheta: 1e6, NormEps: 1e-6}, 2},
+	// HuggingFaceTB/SmolLM2-135M (a Llama; head width 576/9 = 64). Its
+	// logits per sequence are a third of Qwen3's and its layers narrower:
+	// four sequences at a time.
+	"smollm2-135m": {engine.Config{Vocab: 49152, Dim: 576, Layers: 30, Heads: 9, KVHeads: 3, Hidden: 1536,
+		Context: 4096, TiedEmbed: true, RopeTheta: 1e5, NormEps: 1e-5}, 4},
+}
+
+// realDefaults are the real-model shapes' defaults for flags not given.
 // They are the figures: training 8 × 256 tokens, sampling 8
 // completions of 128 tokens after a shared 256-token prompt; the
 // concurrent-calls comparison is off (its serialized sampler alone takes
-// about 15 minutes at this shape; -concurrent 64 asks for it).
-var qwen3Defaults = map[string]int{"train-batch": 8, "train-seq": 256, "train-steps": 1, "prompt-len": 256, "n": 8, "new-tokens": 128, "sample-reps": 1, "concurrent": 0}
+// about 15 minutes at Qwen3-0.6B's shape; -concurrent 64 asks for it).
+var realDefaults = map[string]int{"train-batch": 8, "train-seq": 256, "train-steps": 1, "prompt-len": 256, "n": 8, "new-tokens": 128, "sample-reps": 1, "concurrent": 0}
 
 // peakRSS returns VmHWM from /proc/self/status in KiB (0 if unavailable).
 func peakRSS() int {
