@@ -57,11 +57,14 @@ type shape struct {
 }
 
 // shapes: the forward product of an MLP projection over 512 tokens, its
-// input gradient, the sampling step with 16 and 1 rows, and a chunk of
-// 8192 vocabulary rows of the unembedding.
+// input gradient, the same projection over a 256-token prompt and in the
+// sampling step of 64, 16 and 1 samples, and a chunk of 8192 vocabulary
+// rows of the unembedding.
 var shapes = []shape{
 	{"XWt-512x3072x1024", 512, 3072, 1024, true},
 	{"GW-512x1024x3072", 512, 1024, 3072, false},
+	{"XWt-256x3072x1024", 256, 3072, 1024, true},
+	{"XWt-64x3072x1024", 64, 3072, 1024, true},
 	{"XWt-16x3072x1024", 16, 3072, 1024, true},
 	{"XWt-1x3072x1024", 1, 3072, 1024, true},
 	{"XWt-512x8192x1024", 512, 8192, 1024, true},
