@@ -175,9 +175,9 @@ var (
 		name: "avx2-6x16", mr: 6, nr: 16, kernel: avx2Sgemm,
 		kc: 256, mc: 96, chunk: 16,
 		packBMinRows: 24, packAMinPanels: never, packATransMinPanels: 1,
-		dot:        &dotImpl[float32]{mr: 3, nr: 4, kernel: avx2SdotTile, maxRows: 24, chunk: 16},
-		transCMaxM: 256, swapMaxN: 16,
-		pool: new(sync.Pool),
+		dot:      &dotImpl[float32]{mr: 3, nr: 4, kernel: avx2SdotTile, maxRows: 24, chunk: 16},
+		swapMaxN: 16,
+		pool:     new(sync.Pool),
 	}
 	avx2DgemmImpl = &gemmImpl[float64]{
 		name: "avx2-6x8", mr: 6, nr: 8, kernel: avx2Dgemm,
@@ -192,7 +192,7 @@ var (
 		kc: 256, mc: 96, chunk: 8,
 		packBMinRows: 24, packAMinPanels: never, packATransMinPanels: 1,
 		dot:    &dotImpl[float32]{mr: 4, nr: 4, kernel: avx512SdotTile, row: avx512SdotRow, maxRows: 16, chunk: 16},
-		narrow: avx2SgemmImpl, narrowMaxN: 16, transCMaxM: 256, swapMaxN: 16,
+		narrow: avx2SgemmImpl, narrowMaxN: 16, swapMaxN: 16,
 		pool: new(sync.Pool),
 	}
 	avx512DgemmImpl = &gemmImpl[float64]{

@@ -16,8 +16,7 @@ var (
 		name: "go4x4", mr: 4, nr: 4, kernel: goKernel4x4[float32],
 		kc: 256, mc: 64, chunk: 64,
 		packBMinRows: 16, packAMinPanels: never, packATransMinPanels: 1,
-		transCMaxM: 256,
-		pool:       new(sync.Pool),
+		pool: new(sync.Pool),
 	}
 	goDgemm = &gemmImpl[float64]{
 		name: "go4x4", mr: 4, nr: 4, kernel: goKernel4x4[float64],

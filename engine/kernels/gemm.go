@@ -50,14 +50,6 @@ type gemmImpl[T float] struct {
 	// narrower tiles wastes less on padding).
 	narrow     *gemmImpl[T]
 	narrowMaxN int
-	// transCMaxM: op(A) = A, op(B) = Bᵀ with m <= transCMaxM and n >= 2m
-	// is computed as Cᵀ = B·Aᵀ, stored transposed (see blockedGemm). As it
-	// stands, all of B (n rows) would be packed to be used against m rows
-	// only; swapped, A's m rows are packed and B's rows are read in place.
-	// Only the speed depends on it: each element goes through the same
-	// arithmetic either way (an in-order sum over the same passes, with
-	// the same alpha and beta).
-	transCMaxM int
 	// swapMaxN: a transposed A with n <= swapMaxN and m >= 4n is computed as
 	// Cᵀ = op(B)ᵀ·op(A)ᵀ into scratch, then transposed into C. As it stands,
 	// every row of the transposed A would be packed to be used against one
@@ -101,11 +93,10 @@ func (im *gemmImpl[T]) putBuf(s *[]T) { im.pool.Put(s) }
 // gemm computes C = alpha·op(A)·op(B) + beta·C on up to par.Threads goroutines.
 // Arguments must have been checked by checkGemm.
 //
-// The result is bit-identical for every thread count: the output (or, on
-// the transC route, its transpose) is cut into a fixed grid of mr×nr tiles
-// starting at (0, 0); each tile is computed by the same micro-kernel over
-// the same depth passes (kc rows at a time, first pass applying beta, later
-// ones adding to C), whichever goroutine runs it.
+// The result is bit-identical for every thread count: the output is cut into
+// a fixed grid of mr×nr tiles starting at (0, 0); each tile is computed by the
+// same micro-kernel over the same depth passes (kc rows at a time, first pass
+// applying beta, later ones adding to C), whichever goroutine runs it.
 func gemm[T float](im *gemmImpl[T], par Par, tA, tB bool, m, n, k int, alpha T, a []T, lda int, b []T, ldb int, beta T, c []T, ldc int) {
 	if m == 0 || n == 0 {
 		return
@@ -126,22 +117,6 @@ func gemm[T float](im *gemmImpl[T], par Par, tA, tB bool, m, n, k int, alpha T, 
 		dotGemm(im, d, par, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 		return
 	}
-	if !tA && tB && m <= im.transCMaxM && n >= 2*m {
-		// C = A·Bᵀ as Cᵀ = B·Aᵀ: A's m rows are packed, B is read in place.
-		blockedGemm(im, par, false, true, n, m, k, alpha, b, ldb, a, lda, beta, c, ldc, true)
-		return
-	}
-	blockedGemm(im, par, tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, false)
-}
-
-// blockedGemm computes C = alpha·op(A)·op(B) + beta·C by slabs of packed B
-// (see gemm). With transC, C is n×m (row stride ldc) and receives the
-// transpose: C = alpha·(op(A)·op(B))ᵀ + beta·C. Each work item then
-// computes its block of T = op(A)·op(B) in scratch, starting from its block
-// of Cᵀ, with the arithmetic the block would see in place (the same
-// passes, alpha and beta), and transposes it back into C: the result is
-// bit for bit the direct product's.
-func blockedGemm[T float](im *gemmImpl[T], par Par, tA, tB bool, m, n, k int, alpha T, a []T, lda int, b []T, ldb int, beta T, c []T, ldc int, transC bool) {
 	mr, nr := im.mr, im.nr
 	packB := tB || m > im.packBMinRows
 
@@ -174,15 +149,10 @@ func blockedGemm[T float](im *gemmImpl[T], par Par, tA, tB bool, m, n, k int, al
 		bPacked = *buf
 	}
 
-	// Per-worker scratch: packed A block, a padded edge panel of B, one
-	// tile, and with transC a work item's block of T.
+	// Per-worker scratch: packed A block, a padded edge panel of B, one tile.
 	kcMax := min(im.kc, k)
 	aLen := ceilDiv(min(im.mc, m), mr) * mr * kcMax
-	tLen := 0
-	if transC {
-		tLen = min(im.mc, ceilDiv(m, mr)*mr) * im.chunk * nr
-	}
-	scratchLen := aLen + kcMax*nr + mr*nr + tLen
+	scratchLen := aLen + kcMax*nr + mr*nr
 	scratch := make([]*[]T, im.threads(par, m*ceilDiv(n, nr), int64(m)*int64(n)*int64(k)))
 	for w := range scratch {
 		scratch[w] = im.getBuf(scratchLen)
@@ -200,9 +170,9 @@ func blockedGemm[T float](im *gemmImpl[T], par Par, tA, tB bool, m, n, k int, al
 			s := slab[T]{
 				im: im, tA: tA, tB: tB, m: m, n: n, k: k, alpha: alpha, beta: beta,
 				a: a, lda: lda, b: b, ldb: ldb, c: c, ldc: ldc,
-				j0: jc, nb: nbc, p0: pc0, kg: kg, packB: packB, bPacked: bPacked, transC: transC,
+				j0: jc, nb: nbc, p0: pc0, kg: kg, packB: packB, bPacked: bPacked,
 			}
-			s.run(par, scratch, aLen, kcMax, tLen)
+			s.run(par, scratch, aLen, kcMax)
 		}
 	}
 }
@@ -230,15 +200,11 @@ type slab[T float] struct {
 	j0, nb, p0, kg int
 	packB          bool
 	bPacked        []T // panel jp holds kg rows of nr columns at jp*kg*nr
-	// transC: the slab computes part of T = op(A)·op(B) and stores it
-	// transposed, C = alpha·Tᵀ + beta·C (c is n×m; see blockedGemm).
-	transC bool
 }
 
 // run packs the slab's B (when packB) and computes its work items on up to
-// par.Threads goroutines, each with its own scratch (with transC, tLen
-// elements of it for a work item's block of T).
-func (s *slab[T]) run(par Par, scratch []*[]T, aLen, kcMax, tLen int) {
+// par.Threads goroutines, each with its own scratch.
+func (s *slab[T]) run(par Par, scratch []*[]T, aLen, kcMax int) {
 	im, nr := s.im, s.im.nr
 	nPanels := ceilDiv(s.nb, nr)
 	if s.packB {
@@ -278,25 +244,7 @@ func (s *slab[T]) run(par Par, scratch []*[]T, aLen, kcMax, tLen int) {
 		buf := *scratch[w]
 		i0 := (item / nChunks) * mc
 		jp0 := (item % nChunks) * chunk
-		mb, jp1 := min(mc, s.m-i0), min(jp0+chunk, nPanels)
-		aBuf, bEdge := buf[:aLen], buf[aLen:aLen+kcMax*nr]
-		tile := buf[aLen+kcMax*nr:][:im.mr*nr]
-		if !s.transC {
-			s.item(i0, mb, jp0, jp1, aBuf, bEdge, tile, s.c, s.ldc, 0, 0)
-			return
-		}
-		// The item's block of T, rows [i0, i0+mb) and columns [j0, j0+nbw),
-		// is computed in scratch by exactly the arithmetic it would see in
-		// C: it starts as its block of Cᵀ unless the first pass ignores C.
-		j0 := s.j0 + jp0*nr
-		nbw := min(s.n, s.j0+jp1*nr) - j0
-		t := buf[aLen+kcMax*nr+im.mr*nr:][:tLen]
-		cBlock := s.c[j0*s.ldc+i0:]
-		if s.p0 > 0 || s.beta != 0 {
-			transposeInto(t, nbw, cBlock, s.ldc, nbw, mb)
-		}
-		s.item(i0, mb, jp0, jp1, aBuf, bEdge, tile, t, nbw, i0, j0)
-		transposeInto(cBlock, s.ldc, t, nbw, mb, nbw)
+		s.item(i0, min(mc, s.m-i0), jp0, min(jp0+chunk, nPanels), buf[:aLen], buf[aLen:aLen+kcMax*nr], buf[aLen+kcMax*nr:])
 	})
 }
 
@@ -328,13 +276,11 @@ func itemGrid(threads, m, nPanels, mr, mc, chunk int) (int, int) {
 	return mc, chunk
 }
 
-// item computes rows [i0, i0+mb) of the product against the slab's panels
-// [jp0, jp1), one depth pass of kc rows at a time. Element (i, j) is at
-// c[(i-rowOff)*ldc + j-colOff]: C itself (c = s.c, no offsets), or with
-// transC the item's block of T.
-func (s *slab[T]) item(i0, mb, jp0, jp1 int, aBuf, bEdge, tile, c []T, ldc, rowOff, colOff int) {
+// item computes rows [i0, i0+mb) of C against the slab's panels [jp0, jp1),
+// one depth pass of kc rows at a time.
+func (s *slab[T]) item(i0, mb, jp0, jp1 int, aBuf, bEdge, tile []T) {
 	im, mr, nr := s.im, s.im.mr, s.im.nr
-	a, lda, b, ldb := s.a, s.lda, s.b, s.ldb
+	a, lda, b, ldb, c, ldc := s.a, s.lda, s.b, s.ldb, s.c, s.ldc
 	m, n, tA, alpha := s.m, s.n, s.tA, s.alpha
 	packA := jp1-jp0 >= im.packAMinPanels
 	if tA {
@@ -389,19 +335,19 @@ func (s *slab[T]) item(i0, mb, jp0, jp1 int, aBuf, bEdge, tile, c []T, ldc, rowO
 					ap, rsa, csa = a[i*lda+pc:], lda, 1
 				}
 				if mi == mr && nb == nr {
-					im.kernel(kb, ap, rsa, csa, bp, ldbp, c[(i-rowOff)*ldc+j0-colOff:], ldc, alpha, bet, next)
+					im.kernel(kb, ap, rsa, csa, bp, ldbp, c[i*ldc+j0:], ldc, alpha, bet, next)
 					continue
 				}
 				// Edge tile: run the same kernel on a padded copy so that
 				// every element sees exactly the arithmetic of a full tile.
 				if bet != 0 {
 					for ii := range mi {
-						copy(tile[ii*nr:ii*nr+nb], c[(i+ii-rowOff)*ldc+j0-colOff:][:nb])
+						copy(tile[ii*nr:ii*nr+nb], c[(i+ii)*ldc+j0:][:nb])
 					}
 				}
 				im.kernel(kb, ap, rsa, csa, bp, ldbp, tile, nr, alpha, bet, next)
 				for ii := range mi {
-					copy(c[(i+ii-rowOff)*ldc+j0-colOff:][:nb], tile[ii*nr:ii*nr+nb])
+					copy(c[(i+ii)*ldc+j0:][:nb], tile[ii*nr:ii*nr+nb])
 				}
 			}
 		}
@@ -460,26 +406,6 @@ func scaleC[T float](m, n int, beta T, c []T, ldc int) {
 			for j := range row {
 				row[j] *= beta
 			}
-		}
-	}
-}
-
-// transposeInto copies element (i, j) of src (rows rows of cols, row
-// stride ss) to dst[j*ds+i]: by 8×8 vector transposes for float32 where
-// the CPU has them, element by element for the edges and otherwise.
-func transposeInto[T float](dst []T, ds int, src []T, ss, rows, cols int) {
-	iDone, jDone := 0, 0
-	if s32, ok := any(src).([]float32); ok && transpose8x8 != nil {
-		iDone, jDone = rows/8*8, cols/8*8
-		transpose8x8(any(dst).([]float32), ds, s32, ss, rows/8, cols/8)
-	}
-	for i := range rows {
-		j := 0
-		if i < iDone {
-			j = jDone
-		}
-		for ; j < cols; j++ {
-			dst[j*ds+i] = src[i*ss+j]
 		}
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"unsafe"
 
@@ -141,9 +140,8 @@ func TestGemmDeterministicAcrossThreads(t *testing.T) {
 		{tA: true, m: 60, n: 100, k: 600, padC: 2}, // three depth passes
 		{tA: true, tB: true, m: 257, n: 129, k: 65, padB: 3},
 		{m: 400, n: 40, k: 64},
-		{tA: true, m: 16, n: 128, k: 700},           // one item unless split finer
-		{tB: true, m: 20, n: 130, k: 300},           // dot path
-		{tB: true, m: 100, n: 700, k: 300, padC: 1}, // computed transposed
+		{tA: true, m: 16, n: 128, k: 700}, // one item unless split finer
+		{tB: true, m: 20, n: 130, k: 300}, // dot path
 	}
 	for _, im := range sgemmImpls() {
 		for _, s := range shapes {
@@ -278,65 +276,6 @@ func TestSlabsDoNotChangeResults(t *testing.T) {
 	}
 }
 
-// TestTransposedProductIsTheSame checks that computing C = A·Bᵀ as
-// Cᵀ = B·Aᵀ, stored transposed (the route for few rows against many),
-// changes no bit of the result whatever alpha, beta, the slabs and the
-// threads: every element goes through the same passes with the same alpha
-// and beta either way. It also checks that C's padding is left alone.
-func TestTransposedProductIsTheSame(t *testing.T) {
-	t.Parallel()
-	rng := rand.New(rand.NewPCG(23, 24))
-	for _, im := range sgemmImpls() {
-		for _, s := range []shape{
-			{tB: true, m: 30, n: 300, k: 600, padA: 1, padB: 3, padC: 2}, // edge tiles both ways, three passes
-			{tB: true, m: 100, n: 1030, k: 70},
-			{tB: true, m: 257, n: 700, k: 33, padC: 1},
-		} {
-			o := newOperands[float32](rng, s)
-			for _, slabs := range []int{0, 1} { // the default bound; one pass a slab
-				direct, swapped := *im, *im
-				direct.transCMaxM, swapped.transCMaxM = 0, 1<<30
-				direct.minWork, swapped.minWork = 1000, 1000
-				direct.maxPackedB, swapped.maxPackedB = slabs, slabs
-				// Count the kernel calls that write into C itself: the
-				// swapped route writes only to scratch.
-				var inC atomic.Int64
-				var cLo, cHi uintptr
-				count := func(kernel microKernel[float32]) microKernel[float32] {
-					return func(k int, a []float32, rsa, csa int, b []float32, ldb int, c []float32, ldc int, alpha, beta float32, next []float32) {
-						if p := uintptr(unsafe.Pointer(&c[0])); p >= cLo && p < cHi {
-							inC.Add(1)
-						}
-						kernel(k, a, rsa, csa, b, ldb, c, ldc, alpha, beta, next)
-					}
-				}
-				direct.kernel, swapped.kernel = count(im.kernel), count(im.kernel)
-				for _, ab := range alphaBetas {
-					for _, threads := range []int{1, 3} {
-						alpha, beta := float32(ab[0]), float32(ab[1])
-						want := slices.Clone(o.c)
-						cLo, cHi = uintptr(unsafe.Pointer(&want[0])), uintptr(unsafe.Pointer(&want[len(want)-1]))+4
-						inC.Store(0)
-						gemm(&direct, Par{Threads: threads}, false, true, s.m, s.n, s.k, alpha, o.a, o.lda, o.b, o.ldb, beta, want, o.ldc)
-						if alpha != 0 {
-							require.NotZero(t, inC.Load(), "%s %+v: the direct product wrote no tile into C", im.name, s)
-						}
-						got := slices.Clone(o.c)
-						cLo, cHi = uintptr(unsafe.Pointer(&got[0])), uintptr(unsafe.Pointer(&got[len(got)-1]))+4
-						inC.Store(0)
-						gemm(&swapped, Par{Threads: threads}, false, true, s.m, s.n, s.k, alpha, o.a, o.lda, o.b, o.ldb, beta, got, o.ldc)
-						require.Zero(t, inC.Load(), "%s %+v: the swapped product wrote tiles into C, not into its transpose in scratch", im.name, s)
-						for i := range len(got) {
-							require.Equal(t, math.Float32bits(want[i]), math.Float32bits(got[i]), "%s %+v, alpha %g beta %g, slab bound %d, %d threads: element %d (row %d, column %d)",
-								im.name, s, alpha, beta, slabs, threads, i, i/o.ldc, i%o.ldc)
-						}
-					}
-				}
-			}
-		}
-	}
-}
-
 // TestKernelsAreToldTheNextBlock checks the next block the driver hands a
 // micro-kernel to ask into cache: the last two tiles against a block of
 // packed B get the two halves of the block read right after it (a lone
@@ -350,7 +289,7 @@ func TestKernelsAreToldTheNextBlock(t *testing.T) {
 	var calls []call
 	im := *goSgemm
 	// One work item (every row, every panel), over several depth passes.
-	im.kc, im.mc, im.chunk, im.packBMinRows, im.dot, im.narrow, im.transCMaxM = 8, 16, 100, 0, nil, nil, 0
+	im.kc, im.mc, im.chunk, im.packBMinRows, im.dot, im.narrow = 8, 16, 100, 0, nil, nil
 	im.kernel = func(k int, a []float32, rsa, csa int, b []float32, ldb int, c []float32, ldc int, alpha, beta float32, next []float32) {
 		cl := call{b: uintptr(unsafe.Pointer(&b[0])), k: k, nNext: len(next)}
 		if len(next) > 0 {

@@ -37,9 +37,6 @@ func pathVariants[T float](im *gemmImpl[T]) []*gemmImpl[T] {
 		{"noNarrow,noSwap,kc=7", func(v *gemmImpl[T]) { v.narrow, v.swapMaxN, v.kc = nil, 0, 7 }},
 		{"swapAll", func(v *gemmImpl[T]) { v.narrow, v.swapMaxN = nil, 1<<30 }},
 		{"smallSlabs", func(v *gemmImpl[T]) { v.packBMinRows, v.dot, v.kc, v.chunk, v.maxPackedB = 0, nil, 5, 1, 1 }},
-		{"transC,noDot", func(v *gemmImpl[T]) { v.transCMaxM, v.dot = 1<<30, nil }},
-		{"transC,smallSlabs", func(v *gemmImpl[T]) { v.transCMaxM, v.dot, v.kc, v.chunk, v.maxPackedB = 1<<30, nil, 5, 1, 1 }},
-		{"noTransC", func(v *gemmImpl[T]) { v.transCMaxM = 0 }},
 	}
 	var out []*gemmImpl[T]
 	for _, s := range set {
