@@ -117,7 +117,7 @@
 // TrainerOptions.MaxActivationBytes of activations (1.5 GiB by default:
 // about 460 such Qwen3 rows), shared prefixes included. Compute and memory
 // scale with packed rows, not input tokens. Logits are computed for a chunk
-// of rows at a time (up to 128 MiB of them: 220 rows of a 151,936-token
+// of rows at a time (up to 160 MiB of them: 276 rows of a 151,936-token
 // vocabulary) and never held for a whole batch (608 KB per row); the
 // backward pass recomputes each chunk's logits. Attention runs as matrix
 // products per sequence (or shared prefix) and head. A Sample call keeps 2·Layers·KVDim values per cached
