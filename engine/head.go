@@ -15,8 +15,9 @@ import "math"
 // float32. Each chunk reads (and the kernels pack) the whole unembedding
 // matrix once more, so for Qwen's vocabulary the chunk's rows, 276, are
 // what amortises it: 64 rows spent a third of a training step there, and
-// 220 (a 128 MiB budget), which cut a 255-row sequence into two chunks,
-// ran Qwen3-0.6B's training step 6-8 % slower than one chunk does.
+// 220 (a 128 MiB budget), which cut a 255-row sequence into chunks of 220
+// and 35 rows, ran Qwen3-0.6B's training step 0.5-7 % slower than one
+// chunk does (four pairs of runs; the 35-row chunks ran at half the rate).
 const logitBudget = 40 << 20
 
 // logitRows returns the rows of one chunk of logits: as many as fit in
@@ -27,9 +28,10 @@ const logitBudget = 40 << 20
 func logitRows(vocab int) int { return max(64, logitBudget/vocab) }
 
 // chunk returns the rows of one chunk of a's n rows of logits: at most
-// a.chunkRows when set (tests), else logitRows, and as even as that allows
-// (255 rows in chunks of 128 and 127, not 220 and 35: each chunk packs the
-// whole unembedding matrix, and a small one amortises it over few rows).
+// a.chunkRows when set (tests), else logitRows, in as few chunks as that
+// allows, cut evenly (under a bound of 220, 255 rows go in chunks of 128
+// and 127, not 220 and 35: each chunk packs the whole unembedding matrix,
+// and a small one amortises it over few rows).
 func (a *acts[T]) chunk(vocab, n int) int {
 	most := logitRows(vocab)
 	if a.chunkRows > 0 {

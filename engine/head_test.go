@@ -7,9 +7,10 @@ import (
 )
 
 // TestLogitChunksAreEven checks how the output layer cuts n rows into
-// chunks of logits: as few chunks as the bound allows, all of one size but
-// the last, which is fewer than that many rows shorter (a small last chunk would pack the whole unembedding matrix for
-// a few rows), never over the bound, and every row in exactly one chunk.
+// chunks of logits: never over the bound, as few chunks as it allows, all
+// of one size but the last, which is shorter by fewer rows than there are
+// chunks (a small last chunk would pack the whole unembedding matrix for a
+// few rows).
 func TestLogitChunksAreEven(t *testing.T) {
 	t.Parallel()
 	require.Equal(t, 276, logitRows(151936)) // Qwen's vocabulary: a 255-row sequence is one chunk
