@@ -50,6 +50,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -58,6 +59,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -130,30 +132,26 @@ func main() {
 	set := map[string]bool{}
 	flag.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	s.Rank = engine.DefaultLoraConfig().Rank
-	real, isReal := realShapes[*shape]
+	rs, isReal := realShapes[*shape]
 	switch {
 	case *shape == "tandem":
 		s.Config = engine.DefaultConfig()
 	case isReal:
-		s.Config = real.config
+		s.Config, s.TorchMicro, s.Rank = rs.config, rs.torchMicro, 16
 		for name, v := range map[string]*int{"train-batch": &s.TrainBatch, "train-seq": &s.TrainSeq, "train-steps": &s.TrainSteps,
 			"prompt-len": &s.PromptLen, "n": &s.N, "new-tokens": &s.NewTokens, "sample-reps": &s.SampleReps, "concurrent": concurrent} {
 			if !set[name] {
 				*v = realDefaults[name]
 			}
 		}
-	default:
-		fail(fmt.Errorf("-shape %q: want tandem, qwen3-0.6b or smollm2-135m", *shape))
-	}
-	if isReal {
-		s.TorchMicro = real.torchMicro
-		s.Rank = 16
 		if !set["latency"] {
 			s.Latency = true
 		}
 		if !set["grpo"] {
 			*grpo = true
 		}
+	default:
+		fail(fmt.Errorf("-shape %q: want tandem or one of %s", *shape, strings.Join(slices.Sorted(maps.Keys(realShapes)), ", ")))
 	}
 	if set["rank"] {
 		s.Rank = *rank

@@ -286,6 +286,9 @@ func (s *slab[T]) item(i0, mb, jp0, jp1 int, aBuf, bEdge, tile []T) {
 	if tA {
 		packA = jp1-jp0 >= im.packATransMinPanels
 	}
+	// The last two tiles against each block of B ask each half of the next
+	// block into cache (a lone tile, the first half): tiles from firstTold.
+	firstTold := max(ceilDiv(mb, mr)-2, 0)
 	for pc := s.p0; pc < s.p0+s.kg; pc += im.kc {
 		kb := min(im.kc, s.p0+s.kg-pc)
 		bet := s.beta
@@ -313,10 +316,7 @@ func (s *slab[T]) item(i0, mb, jp0, jp1 int, aBuf, bEdge, tile []T) {
 				bp = bEdge[:kb*nr]
 				packBPanel(false, b, ldb, pc, kb, j0, nb, nr, bp)
 			}
-			// The last two tiles against this block of B ask each half of
-			// the next block into cache (a lone tile, the first half).
 			nextB := s.nextBlock(jp, pc, jp0, jp1)
-			firstTold := max(ceilDiv(mb, mr)-2, 0)
 			for ip := 0; ip*mr < mb; ip++ {
 				i := i0 + ip*mr
 				mi := min(mr, m-i)
