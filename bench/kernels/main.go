@@ -11,7 +11,13 @@
 // The numpy side runs with OPENBLAS_NUM_THREADS and OMP_NUM_THREADS set to
 // -threads and without OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE, so that
 // OpenBLAS picks its kernel for this CPU; the BLAS library numpy loaded and
-// OpenBLAS's core name are printed. With -openblas DIR (default: Debian's
+// OpenBLAS's core name are printed. An OpenBLAS older than the CPU may not
+// know it and pick a core without AVX-512 (0.3.21 picks Prescott, SSE3, on
+// an Emerald Rapids Xeon, and a generic core on AMD's Zen 5): on a CPU with
+// AVX-512 the command then starts numpy again with OPENBLAS_CORETYPE set to
+// OpenBLAS's AVX-512 core for it (Cooperlake where the CPU has AVX512_BF16,
+// else SkylakeX), so that the engine is compared with OpenBLAS's AVX-512
+// kernels, and prints both names (openblas_corename_autodetected). With -openblas DIR (default: Debian's
 // libopenblas0-pthread folder, when it exists) the subprocess loads the
 // libblas.so.3 in DIR first. Ratios against a BLAS that is not OpenBLAS
 // (Debian's reference BLAS is about 30× slower) are not reported.
@@ -41,6 +47,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"golang.org/x/sys/cpu"
 
 	"github.com/tandemrl/tandem/engine/kernels"
 )
@@ -99,6 +107,7 @@ type report struct {
 	BLAS            string  `json:"numpy_blas,omitempty"`
 	NumpySettleMs   float64 `json:"numpy_settle_ms,omitempty"`
 	CoreName        string  `json:"openblas_corename,omitempty"`
+	CoreDetected    string  `json:"openblas_corename_autodetected,omitempty"`
 	NumpyNote       string  `json:"numpy_note,omitempty"`
 }
 
@@ -116,13 +125,24 @@ func main() {
 	var np *numpyProc
 	if *useNumpy {
 		var err error
-		if np, err = startNumpy(*threads, *openblas); err != nil {
+		np, err = startNumpy(*threads, *openblas, "")
+		if err == nil {
+			if force := avx512Core(np.info.CoreName, cpu.X86.HasAVX512F, cpu.X86.HasAVX512BF16); force != "" {
+				rep.CoreDetected = np.info.CoreName
+				np.close()
+				np, err = startNumpy(*threads, *openblas, force)
+			}
+		}
+		if err != nil {
 			rep.NumpyNote = err.Error()
 			fmt.Println("numpy: " + rep.NumpyNote)
 		} else {
 			defer np.close()
 			rep.BLAS, rep.CoreName = np.info.BLAS, np.info.CoreName
 			fmt.Printf("numpy %s, BLAS %s (OpenBLAS core %q), %d threads\n", np.info.Numpy, np.info.BLAS, np.info.CoreName, *threads)
+			if rep.CoreDetected != "" {
+				fmt.Printf("OpenBLAS picked core %q, without AVX-512, on this AVX-512 CPU; numpy runs with OPENBLAS_CORETYPE=%s\n", rep.CoreDetected, np.info.CoreName)
+			}
 			if np.info.CoreName == "" {
 				rep.NumpyNote = "numpy's BLAS is not OpenBLAS (the reference BLAS is about 30× slower); no ratios reported: install libopenblas0-pthread"
 				fmt.Println(rep.NumpyNote)
@@ -327,10 +347,29 @@ type numpyProc struct {
 	}
 }
 
-// startNumpy starts numpy_ref.py with threads BLAS threads, without
-// OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE, loading openblas/libblas.so.3
-// first when it exists, and reads the BLAS it loaded.
-func startNumpy(threads int, openblas string) (*numpyProc, error) {
+// avx512Cores are the names OpenBLAS (0.3.21) gives its AVX-512 cores.
+var avx512Cores = map[string]bool{"SkylakeX": true, "Cooperlake": true, "SapphireRapids": true}
+
+// avx512Core is the core to force (OPENBLAS_CORETYPE) when OpenBLAS picked
+// detected on a CPU with AVX-512F (and AVX512_BF16 when hasBF16), "" when
+// its pick stands: an AVX-512 core, a CPU without AVX-512, or a BLAS that
+// is not OpenBLAS ("").
+func avx512Core(detected string, hasAVX512, hasBF16 bool) string {
+	switch {
+	case detected == "" || !hasAVX512 || avx512Cores[detected]:
+		return ""
+	case hasBF16:
+		return "Cooperlake"
+	}
+	return "SkylakeX"
+}
+
+// startNumpy starts numpy_ref.py with threads BLAS threads, with
+// OPENBLAS_CORETYPE=coreType (without it when ""), without
+// OPENBLAS_L2_SIZE, loading openblas/libblas.so.3 first when it exists,
+// and reads the BLAS it loaded. A forced core OpenBLAS does not report
+// back is an error.
+func startNumpy(threads int, openblas, coreType string) (*numpyProc, error) {
 	py := pythonWithNumpy()
 	if py == "" {
 		return nil, fmt.Errorf("no python3 with numpy found (tried python3 on PATH and /usr/bin/python3)")
@@ -349,6 +388,9 @@ func startNumpy(threads int, openblas string) (*numpyProc, error) {
 			continue
 		}
 		env = append(env, e)
+	}
+	if coreType != "" {
+		env = append(env, "OPENBLAS_CORETYPE="+coreType)
 	}
 	if st, err := os.Stat(openblas + "/libblas.so.3"); err == nil && !st.IsDir() {
 		env = append(env, "LD_LIBRARY_PATH="+openblas)
@@ -374,6 +416,10 @@ func startNumpy(threads int, openblas string) (*numpyProc, error) {
 	if err := json.Unmarshal(p.out.Bytes(), &p.info); err != nil {
 		p.close()
 		return nil, fmt.Errorf("numpy_ref.py's first line %q: %w", p.out.Text(), err)
+	}
+	if coreType != "" && p.info.CoreName != coreType {
+		p.close()
+		return nil, fmt.Errorf("OPENBLAS_CORETYPE=%s: OpenBLAS runs core %q instead", coreType, p.info.CoreName)
 	}
 	return p, nil
 }
