@@ -56,9 +56,9 @@ var amxPool = sync.Pool{New: func() any { return new([]float32) }}
 const amxKC = 2048
 
 // amxGemm runs SgemmBF16 on the tile unit, in passes of amxKC depth
-// elements. Each element of A is split as on the dot route into hi and lo
-// bfloat16 parts (16 significant bits), so the products are as accurate
-// as the dot route's: a pass copies its columns of A once, zero-padded to
+// elements. Each element of A is split into hi and lo bfloat16 parts (16
+// significant bits) as SgemmBF16 documents, so the products are as
+// accurate as amxDotGemm's: a pass copies its columns of A once, zero-padded to
 // whole blocks of amxMR rows and a multiple of amxKS columns, each block
 // as the hi parts of its rows 0-15, their lo parts, then the same for
 // rows 16-31. Work items are chunks of op(B)'s columns, whole panels of

@@ -36,6 +36,18 @@ func TestImplementationSelection(t *testing.T) {
 		wantF16 = "avx512"
 	}
 	assert.Equal(t, wantF16, F16Implementation())
+
+	// SgemmBF16 runs on AMX where the tile unit is there and permitted,
+	// else its sampling step reads bfloat16 weights in place where the
+	// AVX-512 float32 kernels run and the CPU masks 16-bit loads.
+	wantBF16 := "widen"
+	switch {
+	case amx != nil:
+		wantBF16 = "amx"
+	case want == avx512SgemmImpl.name && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VL:
+		wantBF16 = "avx512"
+	}
+	assert.Equal(t, wantBF16, BF16Implementation())
 }
 
 // TestMicroKernelsSumInOrder holds every assembly micro-kernel to its

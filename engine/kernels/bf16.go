@@ -63,40 +63,43 @@ var widenRow func(dst []float32, src []BF16)
 //
 //   - amx (AMX-BF16 and AVX512_BF16, the default where the CPU and the
 //     operating system have them: Intel's Xeons from Sapphire Rapids on,
-//     Linux 5.16 or later): A is split into hi and lo parts as below and
-//     the tile unit multiplies them with B, each step of 32 depth elements
+//     Linux 5.16 or later): each element of A is split into two bfloat16
+//     parts, hi (A rounded to nearest, ties to even) and lo (A − hi,
+//     rounded), which hold it to 16 significant bits (a relative error
+//     below 2⁻¹⁷), and the tile unit multiplies them with B, each step of 32 depth elements
 //     adding hi·B, then lo·B, to float32 sums, an element's sum over the
 //     whole depth in one chain. Products of at most 16 rows with transB
 //     and a depth that is a multiple of 32 (the sampling step) read B in
 //     place, 32 rows at a time, as the tile unit's left operand, and are
-//     row-invariant as the dot route below; the others pack B in panels of
+//     row-invariant as avx512's dot route below; the others pack B in panels of
 //     32 columns and run 32×32 blocks of C at several times Sgemm's rate.
 //     The tile unit's rounding within a step is its own (the products are
 //     exact; the order of the sums within a step is not documented), so
-//     tests hold it to float64 arithmetic. Other products run as
-//     avx512bf16 does.
-//   - avx512bf16 (AVX512_BF16 and AVX512BW, the default where the CPU has
-//     them but no AMX, or TANDEM_KERNELS=avx512): a product with at most 16 rows and transB (the sampling step,
-//     bound by streaming B) splits each element of A into two bfloat16
-//     parts, hi (A rounded to nearest, ties to even) and lo (A − hi,
-//     rounded), which hold it to 16 significant bits (a relative error
-//     below 2⁻¹⁷), and VDPBF16PS multiplies pairs of bfloat16 elements (each
-//     product exact) and accumulates them in float32: per element and pair
-//     of depth steps, the hi part's odd product, then its even one, then
-//     the lo part's, each sum rounded. B is read in place at half its
-//     float32 bytes, as 4×4 tiles of dot products over the rows of A and B
-//     (one row: 1×8): each element sums in 16 lanes, lane l over the pairs
-//     (32g+2l, 32g+2l+1) in order of g, then in a fixed tree. An element's
+//     tests hold it to float64 arithmetic. Other products run as avx512
+//     does.
+//   - avx512 (AVX-512 with AVX512BW and AVX512VL, the default where the
+//     CPU has them but no AMX, or TANDEM_KERNELS=avx512): the products
+//     Sgemm's AVX-512 dot route takes (at most 16 rows, transB: the
+//     sampling step, bound by streaming B) run on that route's kernels'
+//     bfloat16 twins, which read B in place at half its float32 bytes and
+//     widen each element as they load it (exact: a bfloat16 is the upper
+//     half of its float32); the others run as widen does. Every result is
+//     Sgemm's on B widened, bit for bit, and on the dot route an element's
 //     value depends on its row of A and its column of op(B) only, never on
 //     the other rows: a row computed alone equals the same row among up to
-//     16 (continuous batching relies on it). Other products are bound by
-//     arithmetic and run as widen does: exact products at Sgemm's rate,
-//     which split VDPBF16PS does not reach (two instructions per pair, on
-//     one port of Intel's cores). [Par.SgemmBF16RoundA] rounds A instead and
-//     runs VDPBF16PS on every product: the sampling step's as above without
-//     the lo parts, the others on packed copies in 12×32 tiles, each element
-//     summing its pairs in order, one depth pass of 256 steps at a time
-//     (C = alpha·s₀ + beta·C, then C = alpha·sᵢ + C).
+//     16 (continuous batching relies on it). VDPBF16PS is not used: exact
+//     products need A split in two bfloat16 parts, two instructions per
+//     pair of depth steps, and on Intel's cores it runs at a quarter of
+//     VFMADD231PS's instruction rate, half its multiply-adds (measured on
+//     an Emerald Rapids Xeon, twelve independent sums each), so the twins
+//     are faster (16×3072×1024: 1.7×) and exact per product. [Par.SgemmBF16RoundA] rounds A instead and
+//     runs VDPBF16PS on every product where the CPU has AVX512_BF16: the
+//     sampling step's as 4×4 tiles of dot products over the rows of A and
+//     B (one row: 1×8), each element summing in 16 lanes, lane l over the
+//     pairs (32g+2l, 32g+2l+1) in order of g, then in a fixed tree; the
+//     others on packed copies in 12×32 tiles, each element summing its
+//     pairs in order, one depth pass of 256 steps at a time (first
+//     C = alpha·s₀ + beta·C, then C = alpha·sᵢ + C).
 //   - widen (every other CPU, and TANDEM_KERNELS=purego or avx2): B is
 //     widened to float32 a block at a time (4 MiB at most), each block
 //     run through Sgemm, so that the result is Sgemm's on B widened, bit
@@ -106,21 +109,22 @@ var widenRow func(dst []float32, src []BF16)
 // the last bits between implementations.
 func (p Par) SgemmBF16(transB bool, m, n, k int, alpha float32, a []float32, lda int, b []BF16, ldb int, beta float32, c []float32, ldc int) {
 	checkGemm("SgemmBF16", false, transB, m, n, k, lda, ldb, ldc, len(a), len(b), len(c))
-	sgemmBF16(p, bf16Split, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+	sgemmBF16(p, false, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 }
 
 // SgemmBF16RoundA is SgemmBF16 with each element of A rounded to one
-// bfloat16 (a relative error up to 2⁻⁹) instead of split in two: on
-// avx512bf16 every product runs VDPBF16PS, the sampling step's as
-// SgemmBF16's without the lo parts, the others in packed 12×32 tiles (up to
-// twice Sgemm's rate on AMD's Zen 5); the widen implementation does not
-// round A.
+// bfloat16 (a relative error up to 2⁻⁹): where the CPU has AVX512_BF16
+// every product runs VDPBF16PS as SgemmBF16's documentation says (on
+// Intel's cores slower than SgemmBF16: VDPBF16PS does half the
+// multiply-adds of VFMADD231PS there; it may pay on AMD's Zen 5, not
+// measured); elsewhere it computes SgemmBF16's result and does not round
+// A.
 func (p Par) SgemmBF16RoundA(transB bool, m, n, k int, alpha float32, a []float32, lda int, b []BF16, ldb int, beta float32, c []float32, ldc int) {
 	checkGemm("SgemmBF16RoundA", false, transB, m, n, k, lda, ldb, ldc, len(a), len(b), len(c))
-	sgemmBF16(p, bf16Round, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+	sgemmBF16(p, true, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 }
 
-func sgemmBF16(p Par, ks *bf16Kernels, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []BF16, ldb int, beta float32, c []float32, ldc int) {
+func sgemmBF16(p Par, roundA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []BF16, ldb int, beta float32, c []float32, ldc int) {
 	if m == 0 || n == 0 {
 		return
 	}
@@ -128,60 +132,72 @@ func sgemmBF16(p Par, ks *bf16Kernels, transB bool, m, n, k int, alpha float32, 
 		scaleC(m, n, beta, c, ldc)
 		return
 	}
+	dot := transB && m <= bf16DotRows // the sampling step's products
 	switch {
-	case ks == nil:
+	case roundA && bf16Round != nil && dot:
+		bf16DotGemm(p, bf16Round, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+	case roundA && bf16Round != nil:
+		bf16PackedGemm(p, bf16Round, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+	case roundA:
 		widenGemm(p, WidenBF16, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
-	case transB && m <= bf16DotRows && ks.split && amx != nil && k%amxKS == 0:
+	case amx != nil && dot && k%amxKS == 0:
 		amxDotGemm(p, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
-	case transB && m <= bf16DotRows:
-		bf16DotGemm(p, ks, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
-	case ks.split && amx != nil:
+	case amx != nil && !dot:
 		amxGemm(p, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
-	case ks.split:
-		// Past the sampling step's rows the products are compute-bound:
-		// float32 arithmetic on widened weights runs at Sgemm's rate (split
-		// VDPBF16PS runs at half of it or less: it takes two instructions
-		// per pair, and on Intel's cores one port) and is exact per product.
-		widenGemm(p, WidenBF16, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+	case bf16DotImpl != nil && bf16DotImpl == sgemmImpl && transB && m <= bf16Dot.maxRows && n > bf16DotImpl.narrowMaxN:
+		// The products Sgemm sends to its AVX-512 dot route, with that
+		// route's kernels' bfloat16 twins: B read in place at 2 bytes an
+		// element.
+		dotGemm(bf16DotImpl, bf16Dot, p, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 	default:
-		bf16PackedGemm(p, ks, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+		widenGemm(p, WidenBF16, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 	}
 }
 
 // BF16Implementation names the arithmetic SgemmBF16 runs on this machine:
-// "amx", "avx512bf16" or "widen".
+// "amx", "avx512" (the sampling step's products by the bfloat16 twins of
+// Sgemm's AVX-512 dot kernels, the others on widened blocks, all bit for
+// bit Sgemm's on B widened) or "widen".
 func BF16Implementation() string {
-	if amx != nil {
+	switch {
+	case amx != nil:
 		return "amx"
-	}
-	if bf16Split != nil {
-		return "avx512bf16"
+	case bf16DotImpl != nil && bf16DotImpl == sgemmImpl:
+		return "avx512"
 	}
 	return "widen"
 }
 
-// bf16Kernels are one arithmetic's kernels: with split, A is given as hi
-// and lo parts (see SgemmBF16), else rounded.
+// bf16Kernels are SgemmBF16RoundA's VDPBF16PS kernels, over A rounded to
+// bfloat16.
 type bf16Kernels struct {
-	split bool
 	// dot computes a 4×4 tile of C = alpha·A·Bᵀ + beta·C over rows
-	// a[r*lda:] (with split, rows 4-7 are the lo parts of rows 0-3) and
-	// b[j*ldb:] of length k >= 1; C is not read when beta == 0.
+	// a[r*lda:] and b[j*ldb:] of length k >= 1; C is not read when
+	// beta == 0.
 	dot func(k int, a []BF16, lda int, b []BF16, ldb int, c []float32, ldc int, alpha, beta float32)
-	// row computes C[0:8] for one row a (and its lo part, with split)
-	// against 8 rows of B, each element exactly as dot does.
-	row func(k int, a, lo, b []BF16, ldb int, c []float32, alpha, beta float32)
+	// row computes C[0:8] for one row a against 8 rows of B, each element
+	// exactly as dot does.
+	row func(k int, a, b []BF16, ldb int, c []float32, alpha, beta float32)
 	// gemm computes a bgMR×bgNR tile of C = alpha·A·B + beta·C over kp >= 1
-	// pairs of depth steps from pair-packed A (see packPairsA) and B; nil
-	// with split, whose products past the dot route widen B instead.
+	// pairs of depth steps from pair-packed A (see packPairsA) and B.
 	gemm func(kp int, a, b []BF16, c []float32, ldc int, alpha, beta float32)
 }
 
-// bf16Split and bf16Round are the AVX512_BF16 kernels of SgemmBF16 and
-// SgemmBF16RoundA; nil where the CPU has none.
-var bf16Split, bf16Round *bf16Kernels
+// bf16Round holds SgemmBF16RoundA's AVX512_BF16 kernels; nil where the
+// CPU has none.
+var bf16Round *bf16Kernels
 
-// splitRow, when set (AVX-512), sets hi[i], lo[i] = splitBF16(x[i]) for
+// bf16Dot, when set (AVX-512 with AVX512BW and AVX512VL), is
+// bf16DotImpl's dot route with B in bfloat16, read in place: kernels that
+// widen each element of B as they load it and otherwise compute as
+// bf16DotImpl.dot's, as f16Dot does for half precision.
+var (
+	bf16Dot      *dotImplOf[float32, BF16]
+	bf16DotImpl  *gemmImpl[float32]
+	bf16EdgePool sync.Pool
+)
+
+// splitRow, when set (AVX512_BF16), sets hi[i], lo[i] = splitBF16(x[i]) for
 // every i of x, bit for bit as splitBF16 does.
 var splitRow func(hi, lo []BF16, x []float32)
 
@@ -225,9 +241,8 @@ func putScratch[T any](pool *sync.Pool, s []*[]T) {
 	}
 }
 
-// bf16DotGemm runs the dot route: A's rows converted to bfloat16 (rounded,
-// or split into hi and lo rows) into a buffer of whole 4-row blocks (zero
-// rows below m), B's rows read in place but for a zero-padded copy of its
+// bf16DotGemm runs SgemmBF16RoundA's dot route: A's rows rounded to
+// bfloat16 into a buffer of whole 4-row blocks (zero rows below m), B's rows read in place but for a zero-padded copy of its
 // last partial 4-row tile, each 4×4 tile of C by the same kernel (edge
 // tiles through a scratch tile), tiles split over goroutines by columns.
 // Nothing a tile computes depends on the others, so neither the split nor
@@ -239,22 +254,12 @@ func bf16DotGemm(p Par, ks *bf16Kernels, m, n, k int, alpha float32, a []float32
 	}
 	const mr, nr = 4, 4
 	rowBlocks := ceilDiv(m, mr)
-	parts := 1 // bfloat16 rows per row of A
-	if ks.split {
-		parts = 2
-	}
 	abuf := bf16Pool.Get().(*[]BF16)
 	defer bf16Pool.Put(abuf)
-	ab := growSlice(abuf, rowBlocks*parts*mr*k)
+	ab := growSlice(abuf, rowBlocks*mr*k)
 	clear(ab)
 	for i := range m {
-		ib, r := i/mr, i%mr
-		hi := ab[(ib*parts*mr+r)*k:][:k]
-		if !ks.split {
-			RoundBF16(hi, a[i*lda:][:k])
-			continue
-		}
-		splitBF16s(hi, ab[(ib*parts*mr+mr+r)*k:][:k], a[i*lda:][:k])
+		RoundBF16(ab[i*k:][:k], a[i*lda:][:k])
 	}
 	colTiles := ceilDiv(n, nr)
 	threads := p.workers(colTiles, int64(m)*int64(n)*int64(k), minWorkPerThread)
@@ -283,7 +288,7 @@ func bf16DotGemm(p Par, ks *bf16Kernels, m, n, k int, alpha float32, a []float32
 			for ib := range rowBlocks {
 				i0 := ib * mr
 				mi := min(mr, m-i0)
-				as := ab[ib*parts*mr*k:]
+				as := ab[ib*mr*k:]
 				if mi == mr && nb == nr {
 					ks.dot(k, as, k, bp, ldbp, c[i0*ldc+j0:], ldc, alpha, beta)
 					continue
@@ -309,14 +314,8 @@ func bf16DotRow(p Par, ks *bf16Kernels, n, k int, alpha float32, a []float32, b 
 	const nr = 8
 	abuf := bf16Pool.Get().(*[]BF16)
 	defer bf16Pool.Put(abuf)
-	ab := growSlice(abuf, 2*k)
-	hi, lo := ab[:k], []BF16(nil)
-	if ks.split {
-		lo = ab[k : 2*k]
-		splitBF16s(hi, lo, a[:k])
-	} else {
-		RoundBF16(hi, a[:k])
-	}
+	ab := growSlice(abuf, k)
+	RoundBF16(ab, a[:k])
 	colTiles := ceilDiv(n, nr)
 	// Streaming the weights is the cost, not arithmetic: a thread is worth
 	// its start-up for 256 KiB of them.
@@ -337,11 +336,11 @@ func bf16DotRow(p Par, ks *bf16Kernels, n, k int, alpha float32, a []float32, b 
 				defer bf16Pool.Put(ebuf)
 				var tile [nr]float32
 				copy(tile[:nb], c[j0:n])
-				ks.row(k, hi, lo, edge, k, tile[:], alpha, beta)
+				ks.row(k, ab, edge, k, tile[:], alpha, beta)
 				copy(c[j0:n], tile[:nb])
 				continue
 			}
-			ks.row(k, hi, lo, b[j0*ldb:], ldb, c[j0:], alpha, beta)
+			ks.row(k, ab, b[j0*ldb:], ldb, c[j0:], alpha, beta)
 		}
 	})
 }

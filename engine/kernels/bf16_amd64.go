@@ -12,13 +12,13 @@ import (
 func bdotKernel4x4(k int, a *BF16, lda int, b *BF16, ldb int, c *float32, ldc int, alpha, beta float32)
 
 //go:noescape
-func bdotKernel4x4Split(k int, a *BF16, lda int, b *BF16, ldb int, c *float32, ldc int, alpha, beta float32)
-
-//go:noescape
 func bdotKernel1x8(k int, a, b *BF16, ldb int, c *float32, alpha, beta float32)
 
 //go:noescape
-func bdotKernel1x8Split(k int, a, lo, b *BF16, ldb int, c *float32, alpha, beta float32)
+func bwdotKernel4x4AVX512(k int, a *float32, lda int, b *BF16, ldb int, c *float32, ldc int, alpha float32, beta float32)
+
+//go:noescape
+func bwdotKernel1x8AVX512(k int, a *float32, b *BF16, ldb int, c *float32, alpha float32, beta float32)
 
 //go:noescape
 func bgemmKernel12x32(kp int, a, b *BF16, c *float32, ldc int, alpha, beta float32)
@@ -48,6 +48,10 @@ func init() {
 			}
 		}
 	}
+	if hasAVX512 && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VL && !asmDisabled() {
+		bf16DotImpl = avx512SgemmImpl
+		bf16Dot = wideDot(bwdotKernel4x4AVX512, bwdotKernel1x8AVX512, &bf16EdgePool)
+	}
 	if !hasAVX512BF16 || asmDisabled() || os.Getenv(EnvKernels) == "avx2" {
 		return
 	}
@@ -76,24 +80,13 @@ func init() {
 			_, _, _ = a[3*lda+k-1], b[3*ldb+k-1], c[3*ldc+3]
 			bdotKernel4x4(k, &a[0], lda, &b[0], ldb, &c[0], ldc, alpha, beta)
 		},
-		row: func(k int, a, _, b []BF16, ldb int, c []float32, alpha, beta float32) {
+		row: func(k int, a, b []BF16, ldb int, c []float32, alpha, beta float32) {
 			_, _, _ = a[k-1], b[7*ldb+k-1], c[7]
 			bdotKernel1x8(k, &a[0], &b[0], ldb, &c[0], alpha, beta)
 		},
 		gemm: func(kp int, a, b []BF16, c []float32, ldc int, alpha, beta float32) {
 			_, _, _ = a[kp*bgMR*2-1], b[kp*bgNR*2-1], c[(bgMR-1)*ldc+bgNR-1]
 			bgemmKernel12x32(kp, &a[0], &b[0], &c[0], ldc, alpha, beta)
-		},
-	}
-	bf16Split = &bf16Kernels{
-		split: true,
-		dot: func(k int, a []BF16, lda int, b []BF16, ldb int, c []float32, ldc int, alpha, beta float32) {
-			_, _, _ = a[7*lda+k-1], b[3*ldb+k-1], c[3*ldc+3]
-			bdotKernel4x4Split(k, &a[0], lda, &b[0], ldb, &c[0], ldc, alpha, beta)
-		},
-		row: func(k int, a, lo, b []BF16, ldb int, c []float32, alpha, beta float32) {
-			_, _, _, _ = a[k-1], lo[k-1], b[7*ldb+k-1], c[7]
-			bdotKernel1x8Split(k, &a[0], &lo[0], &b[0], ldb, &c[0], alpha, beta)
 		},
 	}
 }

@@ -120,56 +120,44 @@ func refSgemmBF16(transB, roundA bool, m, n, k int, alpha float32, a []float32, 
 	return out, abs
 }
 
-// bf16Modes are SgemmBF16 (A split into hi and lo) and SgemmBF16RoundA.
+// bf16Modes are SgemmBF16 and SgemmBF16RoundA.
 var bf16Modes = []struct {
-	name  string
-	split bool
-	gemm  func(p Par, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []BF16, ldb int, beta float32, c []float32, ldc int)
-	ks    func() *bf16Kernels
+	name   string
+	roundA bool
+	gemm   func(p Par, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []BF16, ldb int, beta float32, c []float32, ldc int)
 }{
-	{"split", true, Par.SgemmBF16, func() *bf16Kernels { return bf16Split }},
-	{"roundA", false, Par.SgemmBF16RoundA, func() *bf16Kernels { return bf16Round }},
+	{"SgemmBF16", false, Par.SgemmBF16},
+	{"SgemmBF16RoundA", true, Par.SgemmBF16RoundA},
 }
 
-// parts is A's row as the kernels see it: rounded, or split into hi and lo.
-func parts(split bool, row []float32) (hi, lo []BF16) {
-	hi = make([]BF16, len(row))
-	if !split {
-		RoundBF16(hi, row)
-		return hi, nil
-	}
-	lo = make([]BF16, len(row))
-	for i, x := range row {
-		hi[i], lo[i] = splitBF16(x)
-	}
-	return hi, lo
+// rounded is A's row as SgemmBF16RoundA's kernels see it.
+func rounded(row []float32) []BF16 {
+	r := make([]BF16, len(row))
+	RoundBF16(r, row)
+	return r
 }
 
-// step is one pair of depth steps of an element: VDPBF16PS of the hi
-// pair, then of the lo pair when there is one.
-func step(acc float32, hi, lo, b []BF16, i int) float32 {
+// step is one pair of depth steps of an element: VDPBF16PS of the pair
+// (a zero past the end).
+func step(acc float32, a, b []BF16, i int) float32 {
 	pad := func(x []BF16, i int) BF16 {
 		if i < len(x) {
 			return x[i]
 		}
 		return 0
 	}
-	acc = dpbf16(acc, pad(hi, i), pad(hi, i+1), pad(b, i), pad(b, i+1))
-	if lo != nil {
-		acc = dpbf16(acc, pad(lo, i), pad(lo, i+1), pad(b, i), pad(b, i+1))
-	}
-	return acc
+	return dpbf16(acc, pad(a, i), pad(a, i+1), pad(b, i), pad(b, i+1))
 }
 
 // emulateDot is the dot route's value of one element in Go: 16 lanes, lane
 // l summing the steps over the pairs (32g+2l, 32g+2l+1) of every group g in
 // order, then the kernel's reduction: lanes l and l+8 added, then
 // ((y0+y1)+(y2+y3)) + ((y4+y5)+(y6+y7)), then times alpha.
-func emulateDot(hi, lo, b []BF16, alpha float32) float32 {
+func emulateDot(a, b []BF16, alpha float32) float32 {
 	var lanes [16]float32
-	for g := 0; g < len(hi); g += 32 {
+	for g := 0; g < len(a); g += 32 {
 		for l := range 16 {
-			lanes[l] = step(lanes[l], hi, lo, b, g+2*l)
+			lanes[l] = step(lanes[l], a, b, g+2*l)
 		}
 	}
 	var y [8]float32
@@ -180,32 +168,27 @@ func emulateDot(hi, lo, b []BF16, alpha float32) float32 {
 	return alpha * s
 }
 
-// TestBF16DotRouteIsVDPBF16PS: with beta = 0, every element of the dot
-// route equals the Go emulation of VDPBF16PS bit for bit (odd pair element
-// first, products exact, sums rounded; the lo part after the hi), for
-// depths around the 32-element groups and odd ones, in both arithmetics.
+// TestBF16DotRouteIsVDPBF16PS: with beta = 0, every element of
+// SgemmBF16RoundA's dot route equals the Go emulation of VDPBF16PS bit for
+// bit (odd pair element first, products exact, sums rounded), for depths
+// around the 32-element groups and odd ones.
 func TestBF16DotRouteIsVDPBF16PS(t *testing.T) {
-	if bf16Split == nil {
+	if bf16Round == nil {
 		t.Skip("no AVX512_BF16 on this CPU (or TANDEM_KERNELS asks for another implementation)")
 	}
 	t.Parallel()
 	rng := rand.New(rand.NewPCG(3, 4))
-	for _, mode := range bf16Modes {
-		for _, k := range []int{1, 2, 3, 31, 32, 33, 63, 64, 65, 100, 1024, 1031} {
-			if mode.split && amx != nil && k%amxKS == 0 {
-				continue // the AMX dot route (checked by TestAMXRouteAgainstReference)
-			}
-			for _, m := range []int{1, 3, 4, 7, 16} {
-				n := 1 + rng.IntN(13)
-				a, lda, b, ldb := bf16Operands(rng, true, m, n, k, 3)
-				c := make([]float32, m*n)
-				mode.gemm(Par{}, true, m, n, k, 1.5, a, lda, b, ldb, 0, c, n)
-				for i := range m {
-					hi, lo := parts(mode.split, a[i*lda:][:k])
-					for j := range n {
-						want := emulateDot(hi, lo, b[j*ldb:][:k], 1.5)
-						require.Equal(t, math.Float32bits(want), math.Float32bits(c[i*n+j]), "%s k=%d m=%d (%d,%d): %g vs %g", mode.name, k, m, i, j, c[i*n+j], want)
-					}
+	for _, k := range []int{1, 2, 3, 31, 32, 33, 63, 64, 65, 100, 1024, 1031} {
+		for _, m := range []int{1, 3, 4, 7, 16} {
+			n := 1 + rng.IntN(13)
+			a, lda, b, ldb := bf16Operands(rng, true, m, n, k, 3)
+			c := make([]float32, m*n)
+			Par{}.SgemmBF16RoundA(true, m, n, k, 1.5, a, lda, b, ldb, 0, c, n)
+			for i := range m {
+				ar := rounded(a[i*lda:][:k])
+				for j := range n {
+					want := emulateDot(ar, b[j*ldb:][:k], 1.5)
+					require.Equal(t, math.Float32bits(want), math.Float32bits(c[i*n+j]), "k=%d m=%d (%d,%d): %g vs %g", k, m, i, j, c[i*n+j], want)
 				}
 			}
 		}
@@ -239,14 +222,15 @@ func TestSgemmBF16AgainstReference(t *testing.T) {
 						c[i] = float32(math.NaN())
 					}
 				}
-				roundA := !mode.split && mode.ks() != nil
+				roundA := mode.roundA && bf16Round != nil
 				want, abs := refSgemmBF16(s.transB, roundA, s.m, s.n, s.k, alpha, a, lda, b, ldb, beta, c, ldc)
 				mode.gemm(Par{Threads: 2}, s.transB, s.m, s.n, s.k, alpha, a, lda, b, ldb, beta, c, ldc)
 				for i := range s.m {
 					for j := range s.n {
-						// The split holds A to 2⁻¹⁸ relative, float32 sums
-						// lose 2⁻²⁴ of their running size per step: both
-						// are within 2⁻¹⁶ of the sum of absolute terms here.
+						// AMX's split holds A to 2⁻¹⁸ relative, float32
+						// sums lose 2⁻²⁴ of their running size per step:
+						// both are within 2⁻¹⁶ of the sum of absolute
+						// terms here.
 						w, tol := want[i*s.n+j], math.Ldexp(abs[i*s.n+j], -16)
 						require.InDelta(t, w, float64(c[i*ldc+j]), tol, "%s %+v alpha %g beta %g (%d,%d)", mode.name, s, alpha, beta, i, j)
 					}
@@ -307,7 +291,7 @@ func TestSgemmBF16Panics(t *testing.T) {
 // pairs in order (a zero past k), then C = alpha·s for the first pass
 // (beta = 0) and C = alpha·s + C for the later ones.
 func emulatePacked(transB bool, i, j, k int, alpha float32, a []float32, lda int, b []BF16, ldb int) float32 {
-	hi, lo := parts(false, a[i*lda:][:k])
+	ar := rounded(a[i*lda:][:k])
 	col := make([]BF16, k)
 	for p := range k {
 		if transB {
@@ -320,14 +304,8 @@ func emulatePacked(transB bool, i, j, k int, alpha float32, a []float32, lda int
 	for pc := 0; pc < k; pc += bgKC {
 		end := min(pc+bgKC, k)
 		var s float32
-		sub := func(x []BF16) []BF16 {
-			if x == nil {
-				return nil
-			}
-			return x[pc:end]
-		}
 		for p := 0; p < end-pc; p += 2 {
-			s = step(s, sub(hi), sub(lo), col[pc:end], p)
+			s = step(s, ar[pc:end], col[pc:end], p)
 		}
 		as := float32(alpha * s)
 		if pc == 0 {
@@ -341,11 +319,9 @@ func emulatePacked(transB bool, i, j, k int, alpha float32, a []float32, lda int
 
 // TestBF16PackedRouteIsVDPBF16PS: every element of SgemmBF16RoundA's
 // packed route equals its Go emulation bit for bit, for both layouts, edge
-// tiles, odd depths and several depth passes; SgemmBF16's products of more
-// than 16 rows (or B stored k×n) equal Sgemm on the widened weights where
-// the CPU has no AMX.
+// tiles, odd depths and several depth passes.
 func TestBF16PackedRouteIsVDPBF16PS(t *testing.T) {
-	if bf16Split == nil {
+	if bf16Round == nil {
 		t.Skip("no AVX512_BF16 on this CPU (or TANDEM_KERNELS asks for another implementation)")
 	}
 	t.Parallel()
@@ -354,28 +330,13 @@ func TestBF16PackedRouteIsVDPBF16PS(t *testing.T) {
 		transB  bool
 		m, n, k int
 	}{{true, 17, 33, 1}, {true, 24, 64, 256}, {true, 30, 70, 257}, {true, 19, 31, 600}, {false, 12, 32, 2}, {false, 5, 40, 513}, {false, 40, 65, 255}} {
-		if s.transB && s.m <= bf16DotRows {
-			continue // the dot route (checked by TestBF16DotRouteIsVDPBF16PS)
-		}
-		for _, mode := range bf16Modes {
-			a, lda, b, ldb := bf16Operands(rng, s.transB, s.m, s.n, s.k, 1)
-			c := make([]float32, s.m*s.n)
-			mode.gemm(Par{Threads: 2}, s.transB, s.m, s.n, s.k, 0.75, a, lda, b, ldb, 0, c, s.n)
-			if mode.split && amx != nil {
-				continue // the AMX route (checked by TestAMXRouteAgainstReference)
-			}
-			if mode.split {
-				// SgemmBF16 runs these products as Sgemm on widened weights.
-				want := make([]float32, s.m*s.n)
-				widenGemm(Par{}, WidenBF16, s.transB, s.m, s.n, s.k, 0.75, a, lda, b, ldb, 0, want, s.n)
-				require.Equal(t, want, c, "%s %+v: the widened float32 product", mode.name, s)
-				continue
-			}
-			for i := range s.m {
-				for j := range s.n {
-					want := emulatePacked(s.transB, i, j, s.k, 0.75, a, lda, b, ldb)
-					require.Equal(t, math.Float32bits(want), math.Float32bits(c[i*s.n+j]), "%s %+v (%d,%d): %g vs %g", mode.name, s, i, j, c[i*s.n+j], want)
-				}
+		a, lda, b, ldb := bf16Operands(rng, s.transB, s.m, s.n, s.k, 1)
+		c := make([]float32, s.m*s.n)
+		Par{Threads: 2}.SgemmBF16RoundA(s.transB, s.m, s.n, s.k, 0.75, a, lda, b, ldb, 0, c, s.n)
+		for i := range s.m {
+			for j := range s.n {
+				want := emulatePacked(s.transB, i, j, s.k, 0.75, a, lda, b, ldb)
+				require.Equal(t, math.Float32bits(want), math.Float32bits(c[i*s.n+j]), "%+v (%d,%d): %g vs %g", s, i, j, c[i*s.n+j], want)
 			}
 		}
 	}

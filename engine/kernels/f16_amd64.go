@@ -2,7 +2,11 @@
 
 package kernels
 
-import "golang.org/x/sys/cpu"
+import (
+	"sync"
+
+	"golang.org/x/sys/cpu"
+)
 
 //go:noescape
 func widenF16F16C(dst *float32, src *F16, n int)
@@ -33,18 +37,26 @@ func init() {
 	if !hasAVX512 || !cpu.X86.HasF16C || !cpu.X86.HasAVX512BW || !cpu.X86.HasAVX512VL || asmDisabled() {
 		return
 	}
-	d := avx512SgemmImpl.dot
 	f16DotImpl = avx512SgemmImpl
-	f16Dot = &dotImplOf[float32, F16]{
+	f16Dot = wideDot(hdotKernel4x4AVX512, hdotKernel1x8AVX512, &f16EdgePool)
+}
+
+// wideDot is avx512SgemmImpl's dot route with B stored in 16 bits (type
+// W), computed by kernel (4×4 tiles) and row (one row against eight) of
+// widedot_amd64.h, B's last partial tile padded through edges.
+func wideDot[W F16 | BF16](kernel func(k int, a *float32, lda int, b *W, ldb int, c *float32, ldc int, alpha, beta float32),
+	row func(k int, a *float32, b *W, ldb int, c *float32, alpha, beta float32), edges *sync.Pool) *dotImplOf[float32, W] {
+	d := avx512SgemmImpl.dot
+	return &dotImplOf[float32, W]{
 		mr: d.mr, nr: d.nr, maxRows: d.maxRows, chunk: d.chunk,
-		kernel: func(k int, a []float32, lda int, b []F16, ldb int, c []float32, ldc int, alpha, beta float32) {
+		kernel: func(k int, a []float32, lda int, b []W, ldb int, c []float32, ldc int, alpha, beta float32) {
 			_, _, _ = a[3*lda+k-1], b[3*ldb+k-1], c[3*ldc+3]
-			hdotKernel4x4AVX512(k, &a[0], lda, &b[0], ldb, &c[0], ldc, alpha, beta)
+			kernel(k, &a[0], lda, &b[0], ldb, &c[0], ldc, alpha, beta)
 		},
-		row: func(k int, a []float32, b []F16, ldb int, c []float32, alpha, beta float32) {
+		row: func(k int, a []float32, b []W, ldb int, c []float32, alpha, beta float32) {
 			_, _, _ = a[k-1], b[7*ldb+k-1], c[7]
-			hdotKernel1x8AVX512(k, &a[0], &b[0], ldb, &c[0], alpha, beta)
+			row(k, &a[0], &b[0], ldb, &c[0], alpha, beta)
 		},
-		edges: &f16EdgePool,
+		edges: edges,
 	}
 }

@@ -1,0 +1,12 @@
+//go:build amd64 && !purego
+
+#include "textflag.h"
+#include "dotfold_amd64.h"
+
+// The dot kernels with B in bfloat16: a bfloat16 is the upper half of its
+// float32, so VPMOVZXWD puts each one in the low half of a lane and
+// VPSLLD moves it up, exactly.
+#define WIDEN16(src, dst) VPMOVZXWD src, dst; VPSLLD $16, dst, dst
+#define WDOT4X4 ·bwdotKernel4x4AVX512
+#define WDOT1X8 ·bwdotKernel1x8AVX512
+#include "widedot_amd64.h"

@@ -1,0 +1,330 @@
+// widedot_amd64.h holds the dot kernels of the dot route with B stored in
+// 16 bits (half precision in f16_amd64.s, bfloat16 in bf16wide_amd64.s),
+// which include it with three macros defined:
+//
+//	WIDEN16(src, dst): the 16 16-bit elements at src (a 256-bit memory
+//	                   operand or a Y register) widened, exactly, to the
+//	                   16 float32 lanes of Z register dst
+//	WDOT4X4, WDOT1X8:  the kernels' symbol names
+//
+// Each kernel is the float32 kernel of dot512_amd64.s with B widened as it
+// is loaded: every accumulator takes the float32 kernel's products in its
+// order, and the reduction is its instruction for instruction, so a tile
+// is the float32 tile of B widened, bit for bit. They need AVX512BW and
+// AVX512VL besides AVX-512F.
+
+// WDOT4X4GROUP is one group of 16 elements of WDOT4X4: A's
+// four rows at OA bytes past SI, R10, R11, DX (and AX), B's four rows
+// widened from OB bytes past DI, R12, R13, BX, sixteen FMAs into
+// Z16-Z31.
+#define WDOT4X4GROUP(OA, OB) \
+	VMOVUPS OA(SI)(AX*1), Z0;  \
+	VMOVUPS OA(R10)(AX*1), Z1; \
+	VMOVUPS OA(R11)(AX*1), Z2; \
+	VMOVUPS OA(DX)(AX*1), Z3;  \
+	WIDEN16(OB(DI), Z4);      \
+	VFMADD231PS Z4, Z0, Z16;   \
+	VFMADD231PS Z4, Z1, Z20;   \
+	VFMADD231PS Z4, Z2, Z24;   \
+	VFMADD231PS Z4, Z3, Z28;   \
+	WIDEN16(OB(R12), Z4);     \
+	VFMADD231PS Z4, Z0, Z17;   \
+	VFMADD231PS Z4, Z1, Z21;   \
+	VFMADD231PS Z4, Z2, Z25;   \
+	VFMADD231PS Z4, Z3, Z29;   \
+	WIDEN16(OB(R13), Z4);     \
+	VFMADD231PS Z4, Z0, Z18;   \
+	VFMADD231PS Z4, Z1, Z22;   \
+	VFMADD231PS Z4, Z2, Z26;   \
+	VFMADD231PS Z4, Z3, Z30;   \
+	WIDEN16(OB(BX), Z4);      \
+	VFMADD231PS Z4, Z0, Z19;   \
+	VFMADD231PS Z4, Z1, Z23;   \
+	VFMADD231PS Z4, Z2, Z27;   \
+	VFMADD231PS Z4, Z3, Z31
+
+// WDOT1X8GROUP is one group of 16 elements of WDOT1X8: A's
+// row at OA bytes past SI, B's eight rows widened from OB bytes past DI,
+// R12, R13, BX and four rows (R9) further, eight FMAs into Z16-Z23.
+#define WDOT1X8GROUP(OA, OB) \
+	VMOVUPS OA(SI), Z0;             \
+	WIDEN16(OB(DI), Z1);           \
+	VFMADD231PS Z1, Z0, Z16;        \
+	WIDEN16(OB(R12), Z2);          \
+	VFMADD231PS Z2, Z0, Z17;        \
+	WIDEN16(OB(R13), Z3);          \
+	VFMADD231PS Z3, Z0, Z18;        \
+	WIDEN16(OB(BX), Z4);           \
+	VFMADD231PS Z4, Z0, Z19;        \
+	WIDEN16(OB(DI)(R9*1), Z1);     \
+	VFMADD231PS Z1, Z0, Z20;        \
+	WIDEN16(OB(R12)(R9*1), Z2);    \
+	VFMADD231PS Z2, Z0, Z21;        \
+	WIDEN16(OB(R13)(R9*1), Z3);    \
+	VFMADD231PS Z3, Z0, Z22;        \
+	WIDEN16(OB(BX)(R9*1), Z4);     \
+	VFMADD231PS Z4, Z0, Z23
+
+
+// func WDOT4X4(k int, a *float32, lda int, b *uint16, ldb int, c *float32, ldc int, alpha float32, beta float32)
+//
+// sdotKernel4x4AVX512 with B in 16 bits: each group of 16 elements of a
+// row of B is loaded by WIDEN16 from B's row pointers (DI, R12, R13, BX, moving 32 bytes per group); the last
+// partial group is loaded under K1 as 16-bit words (VMOVDQU16, the other
+// lanes zero, which widen to +0, as the float32 kernel's zeroed lanes are).
+// Two groups a step, each row's next line of the next tile asked into L2
+// (R8 = 4 rows): rows of a few KiB, two to a page, are streams the
+// hardware prefetchers follow badly. Each accumulator takes the float32
+// kernel's products in the float32 kernel's order, and the reduction is
+// its instruction for instruction, so the tile is the float32 tile of B
+// widened, bit for bit. Needs AVX512BW and AVX512VL besides AVX-512F.
+TEXT WDOT4X4(SB), NOSPLIT, $0-64
+	MOVQ k+0(FP), CX
+	MOVQ a+8(FP), SI
+	MOVQ lda+16(FP), R8
+	SHLQ $2, R8
+	LEAQ (SI)(R8*1), R10
+	LEAQ (R10)(R8*1), R11
+	LEAQ (R11)(R8*1), DX
+	MOVQ b+24(FP), DI
+	MOVQ ldb+32(FP), R9
+	SHLQ $1, R9
+	LEAQ (DI)(R9*1), R12
+	LEAQ (R12)(R9*1), R13
+	LEAQ (R13)(R9*1), BX
+	LEAQ (R9)(R9*1), R8
+	SHLQ $1, R8 // 4 rows of B: the next tile's
+	XORQ AX, AX
+	VPXORD Z16, Z16, Z16
+	VPXORD Z17, Z17, Z17
+	VPXORD Z18, Z18, Z18
+	VPXORD Z19, Z19, Z19
+	VPXORD Z20, Z20, Z20
+	VPXORD Z21, Z21, Z21
+	VPXORD Z22, Z22, Z22
+	VPXORD Z23, Z23, Z23
+	VPXORD Z24, Z24, Z24
+	VPXORD Z25, Z25, Z25
+	VPXORD Z26, Z26, Z26
+	VPXORD Z27, Z27, Z27
+	VPXORD Z28, Z28, Z28
+	VPXORD Z29, Z29, Z29
+	VPXORD Z30, Z30, Z30
+	VPXORD Z31, Z31, Z31
+
+hdot32:
+	CMPQ CX, $32
+	JL hdot16
+	PREFETCHT1 (DI)(R8*1)
+	PREFETCHT1 (R12)(R8*1)
+	PREFETCHT1 (R13)(R8*1)
+	PREFETCHT1 (BX)(R8*1)
+	WDOT4X4GROUP(0, 0)
+	WDOT4X4GROUP(64, 32)
+	ADDQ $128, AX
+	ADDQ $64, DI
+	ADDQ $64, R12
+	ADDQ $64, R13
+	ADDQ $64, BX
+	SUBQ $32, CX
+	JMP hdot32
+
+hdot16:
+	CMPQ CX, $16
+	JL hdot16tail
+	WDOT4X4GROUP(0, 0)
+	ADDQ $64, AX
+	ADDQ $32, DI
+	ADDQ $32, R12
+	ADDQ $32, R13
+	ADDQ $32, BX
+	SUBQ $16, CX
+	JMP hdot16
+
+hdot16tail:
+	TESTQ CX, CX
+	JZ hdot16reduce
+	MOVL $1, R8
+	SHLL CX, R8
+	DECL R8
+	KMOVW R8, K1
+	VMOVUPS.Z (SI)(AX*1), K1, Z0
+	VMOVUPS.Z (R10)(AX*1), K1, Z1
+	VMOVUPS.Z (R11)(AX*1), K1, Z2
+	VMOVUPS.Z (DX)(AX*1), K1, Z3
+	VMOVDQU16.Z (DI), K1, Y5
+	WIDEN16(Y5, Z4)
+	VFMADD231PS Z4, Z0, Z16
+	VFMADD231PS Z4, Z1, Z20
+	VFMADD231PS Z4, Z2, Z24
+	VFMADD231PS Z4, Z3, Z28
+	VMOVDQU16.Z (R12), K1, Y5
+	WIDEN16(Y5, Z4)
+	VFMADD231PS Z4, Z0, Z17
+	VFMADD231PS Z4, Z1, Z21
+	VFMADD231PS Z4, Z2, Z25
+	VFMADD231PS Z4, Z3, Z29
+	VMOVDQU16.Z (R13), K1, Y5
+	WIDEN16(Y5, Z4)
+	VFMADD231PS Z4, Z0, Z18
+	VFMADD231PS Z4, Z1, Z22
+	VFMADD231PS Z4, Z2, Z26
+	VFMADD231PS Z4, Z3, Z30
+	VMOVDQU16.Z (BX), K1, Y5
+	WIDEN16(Y5, Z4)
+	VFMADD231PS Z4, Z0, Z19
+	VFMADD231PS Z4, Z1, Z23
+	VFMADD231PS Z4, Z2, Z27
+	VFMADD231PS Z4, Z3, Z31
+
+hdot16reduce:
+	MOVQ         c+40(FP), SI
+	MOVQ         ldc+48(FP), R9
+	SHLQ         $2, R9
+	VBROADCASTSS alpha+56(FP), X2
+	VBROADCASTSS beta+60(FP), X3
+	MOVL         beta+60(FP), CX
+	ANDL         $0x7fffffff, CX
+	FOLD4(Z16, Z17, Z18, Z19)
+	TESTL CX, CX
+	JZ hdot16store0
+	VFMADD231PS (SI), X3, X0
+hdot16store0:
+	VMOVUPS X0, (SI)
+	ADDQ R9, SI
+	FOLD4(Z20, Z21, Z22, Z23)
+	TESTL CX, CX
+	JZ hdot16store1
+	VFMADD231PS (SI), X3, X0
+hdot16store1:
+	VMOVUPS X0, (SI)
+	ADDQ R9, SI
+	FOLD4(Z24, Z25, Z26, Z27)
+	TESTL CX, CX
+	JZ hdot16store2
+	VFMADD231PS (SI), X3, X0
+hdot16store2:
+	VMOVUPS X0, (SI)
+	ADDQ R9, SI
+	FOLD4(Z28, Z29, Z30, Z31)
+	TESTL CX, CX
+	JZ hdot16store3
+	VFMADD231PS (SI), X3, X0
+hdot16store3:
+	VMOVUPS X0, (SI)
+	VZEROUPPER
+	RET
+
+// func WDOT1X8(k int, a *float32, b *uint16, ldb int, c *float32, alpha float32, beta float32)
+//
+// sdotKernel1x8AVX512 with B in 16 bits, widened as in WDOT4X4 (B's pointers move 32 bytes per 16 elements, R9 =
+// 4·ldb·2 bytes), two groups of 16 a step with the next tile's eight rows
+// asked into L2 (R9·2 and R10 = R9·3 past the pointers), as the bfloat16
+// kernels do: each element is the float32 kernel's on B widened, bit for
+// bit.
+TEXT WDOT1X8(SB), NOSPLIT, $0-48
+	MOVQ k+0(FP), CX
+	MOVQ a+8(FP), SI
+	MOVQ b+16(FP), DI
+	MOVQ ldb+24(FP), R9
+	SHLQ $1, R9
+	LEAQ (DI)(R9*1), R12
+	LEAQ (R12)(R9*1), R13
+	LEAQ (R13)(R9*1), BX
+	SHLQ $2, R9
+	LEAQ (R9)(R9*2), R10
+	VPXORD Z16, Z16, Z16
+	VPXORD Z17, Z17, Z17
+	VPXORD Z18, Z18, Z18
+	VPXORD Z19, Z19, Z19
+	VPXORD Z20, Z20, Z20
+	VPXORD Z21, Z21, Z21
+	VPXORD Z22, Z22, Z22
+	VPXORD Z23, Z23, Z23
+
+hdot1loop32:
+	CMPQ CX, $32
+	JL hdot1loop
+	PREFETCHT1 (DI)(R9*2)
+	PREFETCHT1 (R12)(R9*2)
+	PREFETCHT1 (R13)(R9*2)
+	PREFETCHT1 (BX)(R9*2)
+	PREFETCHT1 (DI)(R10*1)
+	PREFETCHT1 (R12)(R10*1)
+	PREFETCHT1 (R13)(R10*1)
+	PREFETCHT1 (BX)(R10*1)
+	WDOT1X8GROUP(0, 0)
+	WDOT1X8GROUP(64, 32)
+	ADDQ $128, SI
+	ADDQ $64, DI
+	ADDQ $64, R12
+	ADDQ $64, R13
+	ADDQ $64, BX
+	SUBQ $32, CX
+	JMP hdot1loop32
+
+hdot1loop:
+	CMPQ CX, $16
+	JL hdot1tail
+	WDOT1X8GROUP(0, 0)
+	ADDQ $64, SI
+	ADDQ $32, DI
+	ADDQ $32, R12
+	ADDQ $32, R13
+	ADDQ $32, BX
+	SUBQ $16, CX
+	JMP hdot1loop
+
+hdot1tail:
+	TESTQ CX, CX
+	JZ hdot1reduce
+	MOVL $1, R11
+	SHLL CX, R11
+	DECL R11
+	KMOVW R11, K1
+	VMOVUPS.Z (SI), K1, Z0
+	VMOVDQU16.Z (DI), K1, Y5
+	WIDEN16(Y5, Z1)
+	VFMADD231PS Z1, Z0, Z16
+	VMOVDQU16.Z (R12), K1, Y5
+	WIDEN16(Y5, Z2)
+	VFMADD231PS Z2, Z0, Z17
+	VMOVDQU16.Z (R13), K1, Y5
+	WIDEN16(Y5, Z3)
+	VFMADD231PS Z3, Z0, Z18
+	VMOVDQU16.Z (BX), K1, Y5
+	WIDEN16(Y5, Z4)
+	VFMADD231PS Z4, Z0, Z19
+	VMOVDQU16.Z (DI)(R9*1), K1, Y5
+	WIDEN16(Y5, Z1)
+	VFMADD231PS Z1, Z0, Z20
+	VMOVDQU16.Z (R12)(R9*1), K1, Y5
+	WIDEN16(Y5, Z2)
+	VFMADD231PS Z2, Z0, Z21
+	VMOVDQU16.Z (R13)(R9*1), K1, Y5
+	WIDEN16(Y5, Z3)
+	VFMADD231PS Z3, Z0, Z22
+	VMOVDQU16.Z (BX)(R9*1), K1, Y5
+	WIDEN16(Y5, Z4)
+	VFMADD231PS Z4, Z0, Z23
+
+hdot1reduce:
+	MOVQ         c+32(FP), SI
+	VBROADCASTSS alpha+40(FP), X2
+	VBROADCASTSS beta+44(FP), X3
+	MOVL         beta+44(FP), CX
+	ANDL         $0x7fffffff, CX
+	FOLD4(Z16, Z17, Z18, Z19)
+	TESTL CX, CX
+	JZ hdot1store0
+	VFMADD231PS 0(SI), X3, X0
+hdot1store0:
+	VMOVUPS X0, 0(SI)
+	FOLD4(Z20, Z21, Z22, Z23)
+	TESTL CX, CX
+	JZ hdot1store1
+	VFMADD231PS 16(SI), X3, X0
+hdot1store1:
+	VMOVUPS X0, 16(SI)
+	VZEROUPPER
+	RET
