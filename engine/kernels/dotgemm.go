@@ -51,7 +51,8 @@ func dotGemm[T float, B any](im *gemmImpl[T], d *dotImplOf[T, B], par Par, m, n,
 	mr, nr := d.mr, d.nr
 	rowBlocks := ceilDiv(m, mr)
 	colTiles := ceilDiv(n, nr)
-	threads := im.threads(par, colTiles, int64(m)*int64(n)*int64(k))
+	// Few rows: streaming B can cost more than the arithmetic.
+	threads := max(im.threads(par, colTiles, int64(m)*int64(n)*int64(k)), im.streamThreads(par, colTiles, int64(n)*int64(k)))
 	_, chunk := itemGrid(threads, 1, colTiles, 1, 1, d.chunk)
 	items := ceilDiv(colTiles, chunk)
 	threads = min(threads, items)
@@ -139,7 +140,7 @@ func dotGemm[T float, B any](im *gemmImpl[T], d *dotImplOf[T, B], par Par, m, n,
 func dotRow[T float, B any](im *gemmImpl[T], d *dotImplOf[T, B], par Par, n, k int, alpha T, a []T, b []B, ldb int, beta T, c []T) {
 	edges := d.edgePool(im)
 	colTiles := ceilDiv(n, rowNR)
-	threads := im.threads(par, colTiles, int64(n)*int64(k))
+	threads := im.streamThreads(par, colTiles, int64(n)*int64(k))
 	const chunk = 16
 	items := ceilDiv(colTiles, chunk)
 	threads = min(threads, items)

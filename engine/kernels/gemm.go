@@ -73,6 +73,18 @@ func (im *gemmImpl[T]) threads(par Par, nItems int, work int64) int {
 	return par.workers(nItems, work, minWork)
 }
 
+// streamThreads returns how many goroutines par may use for nItems items
+// of a product bound by streaming elems elements of B once (the dot
+// route's few rows of A): minStreamPerThread of them earn a goroutine, or
+// im.minWork where tests set it.
+func (im *gemmImpl[T]) streamThreads(par Par, nItems int, elems int64) int {
+	minWork := im.minWork
+	if minWork == 0 {
+		minWork = minStreamPerThread
+	}
+	return par.workers(nItems, elems, minWork)
+}
+
 // never is a threshold no problem reaches.
 const never = 1 << 30
 
