@@ -1,6 +1,10 @@
 package engine
 
-import "math"
+import (
+	"math"
+
+	"github.com/tandemrl/tandem/engine/kernels"
+)
 
 // span is one attention unit of a packed batch: a trunk of rows [off, off+n)
 // under a causal mask, and branches. A branch is a run of rows that attends
@@ -103,22 +107,56 @@ func (hv headView[T]) forwardBlock(r0, n, aOff, aN, bOff, bN int, pm, q, k, v, o
 	}
 }
 
-// softmaxRow replaces the scores in row by their softmax, in float64.
-func softmaxRow[T Float](row []T) {
-	mx := math.Inf(-1)
-	for _, x := range row {
-		mx = math.Max(mx, float64(x))
+// softmaxRow replaces the scores in row by their softmax (softmaxSplit
+// with one part).
+func softmaxRow[T Float](row []T) { softmaxSplit(row, nil) }
+
+// softmaxSplit replaces one row's scores, held in two parts a then b, by
+// their softmax over both, in float64: each score's exponential after the
+// row's maximum is subtracted, rounded to T, then times the reciprocal of
+// their sum, rounded again. Every attention path computes its
+// probabilities here. With float32 scores the exponentials are
+// kernels.ExpShift's (AVX-512: eight at a time, about 14× math.Exp's
+// rate); with float64 ones, math.Exp's in order.
+func softmaxSplit[T Float](a, b []T) {
+	mx := max(maxScore(a), maxScore(b))
+	sum := expShift(a, mx, 1) + expShift(b, mx, 1)
+	inv := 1 / sum
+	for _, part := range [2][]T{a, b} {
+		for j, x := range part {
+			part[j] = T(float64(x) * inv)
+		}
+	}
+}
+
+// expShift sets x[j] = T(mul·exp(float64(x[j]) − shift)) and returns the
+// sum of the exponentials in float64: kernels.ExpShift for float32, in
+// order with math.Exp for float64.
+func expShift[T Float](x []T, shift, mul float64) float64 {
+	if x32, ok := any(x).([]float32); ok {
+		return kernels.ExpShift(x32, shift, mul)
 	}
 	var sum float64
-	for j, x := range row {
-		e := math.Exp(float64(x) - mx)
-		row[j] = T(e)
+	for j, v := range x {
+		e := math.Exp(float64(v) - shift)
+		x[j] = T(mul * e)
 		sum += e
 	}
-	inv := 1 / sum
-	for j := range row {
-		row[j] = T(float64(row[j]) * inv)
+	return sum
+}
+
+// maxScore is the largest of x as a float64: −Inf when x is empty, NaN when
+// one is NaN.
+func maxScore[T Float](x []T) float64 {
+	mx := math.Inf(-1)
+	for _, v := range x {
+		if f := float64(v); f > mx {
+			mx = f
+		} else if f != f {
+			return f
+		}
 	}
+	return mx
 }
 
 // attnBackward takes dout and the forward's q, k, v, probs and writes dq, dk,

@@ -1,7 +1,5 @@
 package engine
 
-import "math"
-
 // The batched forward of the continuous-batching sampler: one step runs
 // rows from many sequences (decode rows and chunks of prompts, of any
 // calls and adapter versions) through the model at once.
@@ -249,28 +247,14 @@ func (kr keyRange[T]) val(j int) []T { return kr.v[j*kr.kvd+kr.k0 : j*kr.kvd+kr.
 func attendRow[T Float](q []T, scale float64, a, b keyRange[T], out, sc []T) []T {
 	nk := a.n + b.n
 	sc = grow(sc, nk, false)
-	mx := math.Inf(-1)
 	for j := 0; j < a.n; j++ {
-		s := float64(dot(q, a.key(j))) * scale
-		sc[j] = T(s)
-		mx = math.Max(mx, s)
+		sc[j] = T(float64(dot(q, a.key(j))) * scale)
 	}
 	for j := 0; j < b.n; j++ {
-		s := float64(dot(q, b.key(j))) * scale
-		sc[a.n+j] = T(s)
-		mx = math.Max(mx, s)
+		sc[a.n+j] = T(float64(dot(q, b.key(j))) * scale)
 	}
-	var sum float64
-	for j := 0; j < nk; j++ {
-		e := math.Exp(float64(sc[j]) - mx)
-		sc[j] = T(e)
-		sum += e
-	}
-	inv := 1 / sum
+	softmaxRow(sc[:nk])
 	clear(out)
-	for j := 0; j < nk; j++ {
-		sc[j] = T(float64(sc[j]) * inv)
-	}
 	for j := 0; j < a.n; j++ {
 		axpy(sc[j], a.val(j), out)
 	}

@@ -131,31 +131,13 @@ func (b *batch[T]) attendBlock(l int, rows []stepRow[T], blk []int, h int, sc *a
 
 // softmaxParts turns one row's raw prompt scores (q·k, in place) and its
 // own keys' scores (computed here into own) into probabilities: scaled,
-// then a softmax over both parts in float64.
+// then softmaxSplit over both parts.
 func softmaxParts[T Float](prompt, own, q []T, keys keyRange[T], scale float64) {
-	mx := math.Inf(-1)
 	for j, x := range prompt {
-		s := float64(x) * scale
-		prompt[j] = T(s)
-		mx = math.Max(mx, s)
+		prompt[j] = T(float64(x) * scale)
 	}
 	for j := range own {
-		s := float64(dot(q, keys.key(j))) * scale
-		own[j] = T(s)
-		mx = math.Max(mx, s)
+		own[j] = T(float64(dot(q, keys.key(j))) * scale)
 	}
-	var sum float64
-	for _, part := range [2][]T{prompt, own} {
-		for j, x := range part {
-			e := math.Exp(float64(x) - mx)
-			part[j] = T(e)
-			sum += e
-		}
-	}
-	inv := 1 / sum
-	for _, part := range [2][]T{prompt, own} {
-		for j, x := range part {
-			part[j] = T(float64(x) * inv)
-		}
-	}
+	softmaxSplit(prompt, own)
 }

@@ -109,23 +109,13 @@ func (d *decoder[T]) attend(l int, active []int, slot int) {
 				off := (i*d.maxNew+j-d.tp)*kvd + k0
 				return d.gv[l][off : off+hd]
 			}
-			mx := math.Inf(-1)
 			for j := 0; j < total; j++ {
-				sc := float64(dot(qi, key(j))) * scale
-				row[j] = T(sc)
-				mx = math.Max(mx, sc)
+				row[j] = T(float64(dot(qi, key(j))) * scale)
 			}
-			var sum float64
-			for j := 0; j < total; j++ {
-				e := math.Exp(float64(row[j]) - mx)
-				row[j] = T(e)
-				sum += e
-			}
-			inv := 1 / sum
+			softmaxRow(row)
 			oi := d.ao[r*qd+h*hd : r*qd+(h+1)*hd]
 			clear(oi)
 			for j := 0; j < total; j++ {
-				row[j] = T(float64(row[j]) * inv)
 				axpy(row[j], val(j), oi)
 			}
 		}

@@ -1,6 +1,10 @@
 package engine
 
-import "math"
+import (
+	"math"
+
+	"github.com/tandemrl/tandem/engine/kernels"
+)
 
 // The output layer over a large vocabulary. Logits are computed for a chunk
 // of rows at a time (see logitRows), reduced to what the callers need (each
@@ -118,10 +122,7 @@ func (nt *net[T]) headBackward(a *acts[T], terms []term, csum []float64, live []
 				clear(row)
 				continue
 			}
-			ci, lse := csum[i], a.lse[i]
-			for v := range row {
-				row[v] = T(-ci * math.Exp(float64(row[v])-lse))
-			}
+			expShift(row, a.lse[i], -csum[i])
 		}
 		for _, tm := range terms {
 			if tm.coef != 0 && tm.row >= lo && tm.row < hi {
@@ -137,9 +138,9 @@ func (nt *net[T]) headBackward(a *acts[T], terms []term, csum []float64, live []
 }
 
 func logSumExp[T Float](x []T) float64 {
-	mx := math.Inf(-1)
-	for _, v := range x {
-		mx = math.Max(mx, float64(v))
+	mx := maxScore(x)
+	if x32, ok := any(x).([]float32); ok {
+		return mx + math.Log(kernels.ExpShiftSum(x32, mx))
 	}
 	var s float64
 	for _, v := range x {
