@@ -5,6 +5,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+
+	"github.com/tandemrl/tandem/engine/kernels"
 )
 
 // SamplingParams control generation: the engine's form of rl.SamplingParams,
@@ -169,14 +171,8 @@ func choose[T Float](c *chooser, logits []T, rng *rand.Rand) (int, float64) {
 	return i, z[i] - lse - logMass
 }
 
+// lseF is the log-sum-exp of z, the exponentials kernels.ExpShiftSum64's.
 func lseF(z []float64) float64 {
-	mx := math.Inf(-1)
-	for _, x := range z {
-		mx = math.Max(mx, x)
-	}
-	var s float64
-	for _, x := range z {
-		s += math.Exp(x - mx)
-	}
-	return mx + math.Log(s)
+	mx := maxScore(z)
+	return mx + math.Log(kernels.ExpShiftSum64(z, mx))
 }

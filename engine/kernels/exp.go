@@ -60,7 +60,39 @@ func expShift(x []float32, shift, mul float64, store bool) float64 {
 			lanes[l] += e
 		}
 	}
-	return ((lanes[0] + lanes[4]) + (lanes[2] + lanes[6])) + ((lanes[1] + lanes[5]) + (lanes[3] + lanes[7]))
+	return sumLanes(&lanes)
+}
+
+// ExpShiftSum64 is ExpShiftSum over float64 elements: the sum of
+// exp(x[j] − shift), computed and summed as ExpShiftSum does (with
+// AVX-512 expF64's arithmetic, elsewhere math.Exp's).
+func ExpShiftSum64(x []float64, shift float64) float64 {
+	var lanes [expLanes]float64
+	done := 0
+	exp := math.Exp
+	if expAsm {
+		done = len(x) / expLanes * expLanes
+		if done > 0 {
+			expSum64Steps(x[:done], shift, &lanes)
+		}
+		exp = expF64
+	}
+	var t [expLanes]float64
+	for j0 := done; j0 < len(x); j0 += expLanes {
+		part := x[j0:min(j0+expLanes, len(x))]
+		for l, v := range part {
+			t[l] = v - shift
+		}
+		for l := range part {
+			lanes[l] += exp(t[l])
+		}
+	}
+	return sumLanes(&lanes)
+}
+
+// sumLanes adds ExpShift's partial sums in its order.
+func sumLanes(l *[expLanes]float64) float64 {
+	return ((l[0] + l[4]) + (l[2] + l[6])) + ((l[1] + l[5]) + (l[3] + l[7]))
 }
 
 // expLanes is how many partial sums ExpShift keeps.

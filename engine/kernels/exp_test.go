@@ -91,7 +91,20 @@ func expShiftRef(x []float32, shift, mul float64, store bool) float64 {
 	return ((lanes[0] + lanes[4]) + (lanes[2] + lanes[6])) + ((lanes[1] + lanes[5]) + (lanes[3] + lanes[7]))
 }
 
-// TestExpShiftIsItsGo checks ExpShift and ExpShiftSum (the assembly where
+// expShiftRef64 is ExpShiftSum64 in plain Go.
+func expShiftRef64(x []float64, shift float64) float64 {
+	exp := math.Exp
+	if expAsm {
+		exp = expF64
+	}
+	var lanes [expLanes]float64
+	for j, v := range x {
+		lanes[j%expLanes] += exp(v - shift)
+	}
+	return sumLanes(&lanes)
+}
+
+// TestExpShiftIsItsGo checks ExpShift, ExpShiftSum and ExpShiftSum64 (the assembly where
 // the CPU has it) against expShiftRef bit for bit, for lengths around the
 // 8-element steps and special values, and the sum against math.Exp's.
 func TestExpShiftIsItsGo(t *testing.T) {
@@ -125,6 +138,12 @@ func TestExpShiftIsItsGo(t *testing.T) {
 		for j := range got {
 			require.Equal(t, math.Float32bits(want[j]), math.Float32bits(got[j]), "n=%d element %d of %v: %v, want %v", n, j, x[j], got[j], want[j])
 		}
+		x64 := make([]float64, n)
+		for j, v := range x {
+			x64[j] = float64(v) + float64(j)*1e-9 // not float32 values
+		}
+		want64 := expShiftRef64(x64, shift)
+		require.Equal(t, math.Float64bits(want64), math.Float64bits(ExpShiftSum64(x64, shift)), "n=%d: ExpShiftSum64", n)
 		keep := append([]float32(nil), x...)
 		require.Equal(t, math.Float64bits(wantSum), math.Float64bits(ExpShiftSum(keep, shift)), "n=%d: ExpShiftSum", n)
 		for j := range keep {
