@@ -1,6 +1,10 @@
 package engine
 
-import "math"
+import (
+	"math"
+
+	"github.com/tandemrl/tandem/engine/kernels"
+)
 
 // linear is a view of one linear layer: its frozen base weight (out×in),
 // an optional bias, an optional LoRA pair with its scale, and optional
@@ -122,7 +126,7 @@ func swiglu[T Float](p par, g, u, h, sg []T) {
 			if sg != nil {
 				sg32 = any(sg).([]float32)[lo:hi]
 			}
-			swiglu32(g32[lo:hi], any(u).([]float32)[lo:hi], any(h).([]float32)[lo:hi], sg32)
+			kernels.SwiGLU(g32[lo:hi], any(u).([]float32)[lo:hi], any(h).([]float32)[lo:hi], sg32)
 			return
 		}
 		for i := lo; i < hi; i++ {

@@ -9,3 +9,7 @@ func expSum64Steps([]float64, float64, *[expLanes]float64) {
 func expShiftSteps([]float32, float64, float64, bool, *[expLanes]float64) {
 	panic("kernels: expShiftSteps without its assembly")
 }
+
+func swigluSteps(g, u, h, sg []float32) {
+	panic("kernels: swigluSteps without its assembly")
+}
