@@ -64,6 +64,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tandemrl/tandem/bench/internal/blascore"
 	"github.com/tandemrl/tandem/engine"
 	"github.com/tandemrl/tandem/engine/kernels"
 )
@@ -448,6 +449,13 @@ func runTorch(s shapes) (map[string]any, error) {
 		}
 		env = append(env, e)
 	}
+	// An OpenBLAS that does not know this CPU and picks a core without
+	// AVX-512 on it runs with its AVX-512 core instead (see blascore).
+	detected := blascore.Detected(py, env)
+	if force := blascore.ForceHere(detected); force != "" {
+		env = append(env, "OPENBLAS_CORETYPE="+force)
+		fmt.Fprintf(os.Stderr, "OpenBLAS picks core %q, without AVX-512, on this AVX-512 CPU; torch runs with OPENBLAS_CORETYPE=%s\n", detected, force)
+	}
 	cmd.Env = env
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
@@ -458,6 +466,9 @@ func runTorch(s shapes) (map[string]any, error) {
 	lines := bytes.Split(bytes.TrimSpace(out.Bytes()), []byte("\n"))
 	if err := json.Unmarshal(lines[len(lines)-1], &res); err != nil {
 		return nil, fmt.Errorf("%s printed %q: %w", script, out.String(), err)
+	}
+	if blascore.ForceHere(detected) != "" {
+		res["torch_blas_core_autodetected"] = detected
 	}
 	return res, nil
 }

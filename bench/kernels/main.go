@@ -48,8 +48,7 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/sys/cpu"
-
+	"github.com/tandemrl/tandem/bench/internal/blascore"
 	"github.com/tandemrl/tandem/engine/kernels"
 )
 
@@ -127,7 +126,7 @@ func main() {
 		var err error
 		np, err = startNumpy(*threads, *openblas, "")
 		if err == nil {
-			if force := avx512Core(np.info.CoreName, cpu.X86.HasAVX512F, cpu.X86.HasAVX512BF16); force != "" {
+			if force := blascore.ForceHere(np.info.CoreName); force != "" {
 				rep.CoreDetected = np.info.CoreName
 				np.close()
 				np, err = startNumpy(*threads, *openblas, force)
@@ -345,23 +344,6 @@ type numpyProc struct {
 		CoreName string `json:"corename"`
 		Numpy    string `json:"numpy"`
 	}
-}
-
-// avx512Cores are the names OpenBLAS (0.3.21) gives its AVX-512 cores.
-var avx512Cores = map[string]bool{"SkylakeX": true, "Cooperlake": true, "SapphireRapids": true}
-
-// avx512Core is the core to force (OPENBLAS_CORETYPE) when OpenBLAS picked
-// detected on a CPU with AVX-512F (and AVX512_BF16 when hasBF16), "" when
-// its pick stands: an AVX-512 core, a CPU without AVX-512, or a BLAS that
-// is not OpenBLAS ("").
-func avx512Core(detected string, hasAVX512, hasBF16 bool) string {
-	switch {
-	case detected == "" || !hasAVX512 || avx512Cores[detected]:
-		return ""
-	case hasBF16:
-		return "Cooperlake"
-	}
-	return "SkylakeX"
 }
 
 // startNumpy starts numpy_ref.py with threads BLAS threads, with

@@ -1,8 +1,8 @@
-package main
+package blascore
 
 import "testing"
 
-func TestAVX512Core(t *testing.T) {
+func TestForce(t *testing.T) {
 	for _, c := range []struct {
 		detected     string
 		avx512, bf16 bool
@@ -17,8 +17,8 @@ func TestAVX512Core(t *testing.T) {
 		{"Haswell", false, false, ""},          // no AVX-512: OpenBLAS's pick stands
 		{"", true, true, ""},                   // not OpenBLAS: nothing to force
 	} {
-		if got := avx512Core(c.detected, c.avx512, c.bf16); got != c.want {
-			t.Errorf("avx512Core(%q, avx512 %v, bf16 %v) = %q, want %q", c.detected, c.avx512, c.bf16, got, c.want)
+		if got := Force(c.detected, c.avx512, c.bf16); got != c.want {
+			t.Errorf("Force(%q, avx512 %v, bf16 %v) = %q, want %q", c.detected, c.avx512, c.bf16, got, c.want)
 		}
 	}
 }
