@@ -46,9 +46,9 @@ func expf(x float32) float32 {
 // (expf's polynomial by separate multiplies and adds, then the division,
 // then (g·σ)·u). With AVX-512 sixteen elements a step run the same
 // operations in the same order (tests hold them to swiglu32 bit for bit,
-// but for a NaN's payload), 0.8 ns an element against 11.5 (BenchmarkSwiGLU);
-// elsewhere swiglu32 runs. It
-// panics when the lengths differ.
+// but for a NaN's payload), 0.8 ns an element against 11.5
+// (BenchmarkSwiGLU); elsewhere swiglu32 runs. It panics when the lengths
+// differ.
 func SwiGLU(g, u, h, sg []float32) {
 	checkSameLen("SwiGLU", len(g), len(h))
 	checkSameLen("SwiGLU", len(u), len(h))
