@@ -11,13 +11,9 @@
 // The numpy side runs with OPENBLAS_NUM_THREADS and OMP_NUM_THREADS set to
 // -threads and without OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE, so that
 // OpenBLAS picks its kernel for this CPU; the BLAS library numpy loaded and
-// OpenBLAS's core name are printed. An OpenBLAS older than the CPU may not
-// know it and pick a core without AVX-512 (0.3.21 picks Prescott, SSE3, on
-// an Emerald Rapids Xeon, and a generic core on AMD's Zen 5): on a CPU with
-// AVX-512 the command then starts numpy again with OPENBLAS_CORETYPE set to
-// OpenBLAS's AVX-512 core for it (Cooperlake where the CPU has AVX512_BF16,
-// else SkylakeX), so that the engine is compared with OpenBLAS's AVX-512
-// kernels, and prints both names (openblas_corename_autodetected). With -openblas DIR (default: Debian's
+// OpenBLAS's core name are printed. Where OpenBLAS picks a core without
+// AVX-512 on an AVX-512 CPU, numpy starts again on the core blascore.Force
+// names, and both names are printed (openblas_corename_autodetected). With -openblas DIR (default: Debian's
 // libopenblas0-pthread folder, when it exists) the subprocess loads the
 // libblas.so.3 in DIR first. Ratios against a BLAS that is not OpenBLAS
 // (Debian's reference BLAS is about 30× slower) are not reported.

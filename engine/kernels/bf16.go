@@ -144,11 +144,9 @@ func sgemmBF16(p Par, roundA, transB bool, m, n, k int, alpha float32, a []float
 		amxDotGemm(p, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 	case amx != nil && !dot:
 		amxGemm(p, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
-	case bf16DotImpl != nil && bf16DotImpl == sgemmImpl && transB && m <= bf16Dot.maxRows && n > bf16DotImpl.narrowMaxN:
-		// The products Sgemm sends to its AVX-512 dot route, with that
-		// route's kernels' bfloat16 twins: B read in place at 2 bytes an
-		// element.
-		dotGemm(bf16DotImpl, bf16Dot, p, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+	case wideDotTakes(bf16Dot, transB, m, n):
+		// B read in place at 2 bytes an element.
+		dotGemm(wideDotImpl, bf16Dot, p, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 	default:
 		widenGemm(p, WidenBF16, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 	}
@@ -162,7 +160,7 @@ func BF16Implementation() string {
 	switch {
 	case amx != nil:
 		return "amx"
-	case bf16DotImpl != nil && bf16DotImpl == sgemmImpl:
+	case wideDotOn(bf16Dot):
 		return "avx512"
 	}
 	return "widen"
@@ -188,12 +186,9 @@ type bf16Kernels struct {
 var bf16Round *bf16Kernels
 
 // bf16Dot, when set (AVX-512 with AVX512BW and AVX512VL), is
-// bf16DotImpl's dot route with B in bfloat16, read in place: kernels that
-// widen each element of B as they load it and otherwise compute as
-// bf16DotImpl.dot's, as f16Dot does for half precision.
+// wideDotImpl's dot route with B in bfloat16.
 var (
 	bf16Dot      *dotImplOf[float32, BF16]
-	bf16DotImpl  *gemmImpl[float32]
 	bf16EdgePool sync.Pool
 )
 

@@ -49,7 +49,6 @@ func init() {
 		}
 	}
 	if hasAVX512 && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VL && !asmDisabled() {
-		bf16DotImpl = avx512SgemmImpl
 		bf16Dot = wideDot(bwdotKernel4x4AVX512, bwdotKernel1x8AVX512, &bf16EdgePool)
 	}
 	if !hasAVX512BF16 || asmDisabled() || os.Getenv(EnvKernels) == "avx2" {

@@ -123,10 +123,8 @@ func (p Par) SgemmF16(transB bool, m, n, k int, alpha float32, a []float32, lda 
 		scaleC(m, n, beta, c, ldc)
 		return
 	}
-	if im := f16DotImpl; im != nil && im == sgemmImpl && transB && m <= f16Dot.maxRows && n > im.narrowMaxN {
-		// The products Sgemm sends to im's dot route (n <= narrowMaxN
-		// goes to narrower kernels), with its kernels' F16 twins.
-		dotGemm(im, f16Dot, p, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+	if wideDotTakes(f16Dot, transB, m, n) {
+		dotGemm(wideDotImpl, f16Dot, p, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 		return
 	}
 	widenGemm(p, WidenF16, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
@@ -137,17 +135,34 @@ func (p Par) SgemmF16(transB bool, m, n, k int, alpha float32, a []float32, lda 
 // weights read in place) or "widen" (blocks widened to float32, then
 // Sgemm). Larger products always widen.
 func F16Implementation() string {
-	if f16DotImpl != nil && f16DotImpl == sgemmImpl {
+	if wideDotOn(f16Dot) {
 		return "avx512"
 	}
 	return "widen"
 }
 
 // f16Dot, when set (AVX-512 with F16C, AVX512BW and AVX512VL), is
-// f16DotImpl's dot route with B in half precision: kernels that widen each
-// element of B as they load it and otherwise compute as f16DotImpl.dot's.
+// wideDotImpl's dot route with B in half precision.
 var (
 	f16Dot      *dotImplOf[float32, F16]
-	f16DotImpl  *gemmImpl[float32]
 	f16EdgePool sync.Pool
 )
+
+// wideDotImpl, when set (AVX-512 with AVX512BW and AVX512VL), is the
+// implementation whose dot route f16Dot and bf16Dot copy with B stored in
+// 16 bits: kernels that widen each element of B as they load it and
+// otherwise compute as wideDotImpl.dot's, so a product is Sgemm's on B
+// widened, bit for bit, while Sgemm runs wideDotImpl.
+var wideDotImpl *gemmImpl[float32]
+
+// wideDotOn reports whether d, a route of wideDotImpl, runs: it is built
+// and Sgemm runs wideDotImpl (TANDEM_KERNELS=avx2 picks another).
+func wideDotOn[W any](d *dotImplOf[float32, W]) bool {
+	return d != nil && wideDotImpl == sgemmImpl
+}
+
+// wideDotTakes reports whether d runs a product: the ones Sgemm sends to
+// wideDotImpl's dot route (n <= narrowMaxN goes to narrower kernels).
+func wideDotTakes[W any](d *dotImplOf[float32, W], transB bool, m, n int) bool {
+	return wideDotOn(d) && transB && m <= d.maxRows && n > wideDotImpl.narrowMaxN
+}

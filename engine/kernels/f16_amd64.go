@@ -34,11 +34,13 @@ func hdotKernel4x4AVX512(k int, a *float32, lda int, b *F16, ldb int, c *float32
 func hdotKernel1x8AVX512(k int, a *float32, b *F16, ldb int, c *float32, alpha float32, beta float32)
 
 func init() {
-	if !hasAVX512 || !cpu.X86.HasF16C || !cpu.X86.HasAVX512BW || !cpu.X86.HasAVX512VL || asmDisabled() {
+	if !hasAVX512 || !cpu.X86.HasAVX512BW || !cpu.X86.HasAVX512VL || asmDisabled() {
 		return
 	}
-	f16DotImpl = avx512SgemmImpl
-	f16Dot = wideDot(hdotKernel4x4AVX512, hdotKernel1x8AVX512, &f16EdgePool)
+	wideDotImpl = avx512SgemmImpl
+	if cpu.X86.HasF16C {
+		f16Dot = wideDot(hdotKernel4x4AVX512, hdotKernel1x8AVX512, &f16EdgePool)
+	}
 }
 
 // wideDot is avx512SgemmImpl's dot route with B stored in 16 bits (type
