@@ -74,15 +74,16 @@ var shapes = []shape{
 }
 
 type row struct {
-	Shape      string  `json:"shape"`
-	F32        float64 `json:"f32_gflops"`
-	BF16       float64 `json:"bf16_gflops"`
-	BF16RoundA float64 `json:"bf16_rounda_gflops"`
-	F16        float64 `json:"f16_gflops"`
-	Numpy      float64 `json:"numpy_gflops,omitempty"`
-	BF16OverF  float64 `json:"bf16_over_f32"`
-	F32OverNp  float64 `json:"f32_over_numpy,omitempty"`
-	BF16OverNp float64 `json:"bf16_over_numpy,omitempty"`
+	Shape       string  `json:"shape"`
+	F32         float64 `json:"f32_gflops"`
+	BF16        float64 `json:"bf16_gflops"`
+	BF16RoundA  float64 `json:"bf16_rounda_gflops"`
+	F16         float64 `json:"f16_gflops"`
+	Numpy       float64 `json:"numpy_gflops,omitempty"`
+	BF16OverF   float64 `json:"bf16_over_f32"`
+	RoundAOverF float64 `json:"bf16_rounda_over_f32"`
+	F32OverNp   float64 `json:"f32_over_numpy,omitempty"`
+	BF16OverNp  float64 `json:"bf16_over_numpy,omitempty"`
 }
 
 type report struct {
@@ -150,7 +151,7 @@ func main() {
 			rep.NumpySettleMs = float64(np.settled.Milliseconds()) / float64(np.settles)
 		}
 		rep.Rows = append(rep.Rows, r)
-		fmt.Printf("%-20s f32 %7.1f   bf16 %7.1f   bf16 A rounded %7.1f   f16 %7.1f GFLOP/s   bf16/f32 %.2f", s.Name, r.F32, r.BF16, r.BF16RoundA, r.F16, r.BF16OverF)
+		fmt.Printf("%-20s f32 %7.1f   bf16 %7.1f   bf16 A rounded %7.1f   f16 %7.1f GFLOP/s   bf16/f32 %.2f   A rounded/f32 %.2f", s.Name, r.F32, r.BF16, r.BF16RoundA, r.F16, r.BF16OverF, r.RoundAOverF)
 		if r.Numpy > 0 && rep.CoreName != "" {
 			r := &rep.Rows[len(rep.Rows)-1]
 			r.F32OverNp, r.BF16OverNp = r.F32/r.Numpy, r.BF16/r.Numpy
@@ -224,6 +225,7 @@ func measureShape(par kernels.Par, s shape, dur time.Duration, np *numpyProc) ro
 	r := row{Shape: s.Name, F32: flops * float64(nf) / tf.Seconds() / 1e9, BF16: flops * float64(nb) / tb.Seconds() / 1e9,
 		BF16RoundA: flops * float64(nr) / tr.Seconds() / 1e9, F16: flops * float64(nh) / th.Seconds() / 1e9}
 	r.BF16OverF = r.BF16 / r.F32
+	r.RoundAOverF = r.BF16RoundA / r.F32
 	if npRounds > 0 {
 		r.Numpy = npSum / float64(npRounds)
 	}

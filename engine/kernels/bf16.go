@@ -29,6 +29,10 @@ func (b BF16) Float32() float32 { return math.Float32frombits(uint32(b) << 16) }
 // differ.
 func RoundBF16(dst []BF16, src []float32) {
 	checkSameLen("RoundBF16", len(dst), len(src))
+	if roundRow != nil {
+		roundRow(dst, src)
+		return
+	}
 	for i, f := range src {
 		dst[i] = ToBF16(f)
 	}
@@ -46,6 +50,9 @@ func WidenBF16(dst []float32, src []BF16) {
 		dst[i] = b.Float32()
 	}
 }
+
+// roundRow, when set (AVX-512), is RoundBF16's loop, bit for bit.
+var roundRow func(dst []BF16, x []float32)
 
 // widenRow, when set (AVX2), is WidenBF16's loop, bit for bit.
 var widenRow func(dst []float32, src []BF16)
@@ -92,13 +99,16 @@ var widenRow func(dst []float32, src []BF16)
 //     pair of depth steps, and on Intel's cores it runs at a quarter of
 //     VFMADD231PS's instruction rate, half its multiply-adds (measured on
 //     an Emerald Rapids Xeon, twelve independent sums each), so the twins
-//     are faster (16×3072×1024: 1.7×) and exact per product. [Par.SgemmBF16RoundA] rounds A instead and
+//     are faster (16×3072×1024: 1.7×) and exact per product; on AMD's Zen
+//     5 it runs at 0.93 of VFMADD231PS's rate, 1.85 times its
+//     multiply-adds, which pays only with A rounded.
+//     [Par.SgemmBF16RoundA] rounds A instead and
 //     runs VDPBF16PS on every product where the CPU has AVX512_BF16: the
 //     sampling step's as 4×4 tiles of dot products over the rows of A and
 //     B (one row: 1×8), each element summing in 16 lanes, lane l over the
 //     pairs (32g+2l, 32g+2l+1) in order of g, then in a fixed tree; the
 //     others on packed copies in 12×32 tiles, each element summing its
-//     pairs in order, one depth pass of 256 steps at a time (first
+//     pairs in order, one depth pass of 512 steps at a time (first
 //     C = alpha·s₀ + beta·C, then C = alpha·sᵢ + C).
 //   - widen (every other CPU, and TANDEM_KERNELS=purego or avx2): B is
 //     widened to float32 a block at a time (4 MiB at most), each block
@@ -114,11 +124,13 @@ func (p Par) SgemmBF16(transB bool, m, n, k int, alpha float32, a []float32, lda
 
 // SgemmBF16RoundA is SgemmBF16 with each element of A rounded to one
 // bfloat16 (a relative error up to 2⁻⁹): where the CPU has AVX512_BF16
-// every product runs VDPBF16PS as SgemmBF16's documentation says (on
-// Intel's cores slower than SgemmBF16: VDPBF16PS does half the
-// multiply-adds of VFMADD231PS there; it may pay on AMD's Zen 5, not
-// measured); elsewhere it computes SgemmBF16's result and does not round
-// A.
+// every product runs VDPBF16PS as SgemmBF16's documentation says;
+// elsewhere it computes SgemmBF16's result and does not round A. On AMD's
+// Zen 5 that is 1.6-2.0 times SgemmBF16's and Sgemm's speed on products of
+// 512 rows (bench/kernels; VDPBF16PS does 1.85 times VFMADD231PS's
+// multiply-adds there); on Intel's cores without AMX it is slower than
+// SgemmBF16 (half VFMADD231PS's multiply-adds), and with AMX SgemmBF16
+// runs on the tile unit.
 func (p Par) SgemmBF16RoundA(transB bool, m, n, k int, alpha float32, a []float32, lda int, b []BF16, ldb int, beta float32, c []float32, ldc int) {
 	checkGemm("SgemmBF16RoundA", false, transB, m, n, k, lda, ldb, ldc, len(a), len(b), len(c))
 	sgemmBF16(p, true, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
@@ -350,7 +362,7 @@ func dpbf16(acc float32, a0, a1, b0, b1 BF16) float32 {
 
 // The packed route's tile and depth pass: 12×32 tiles of C, 256 depth
 // steps (128 pairs) per pass, so a packed B panel (16 KiB) sits in L1.
-const bgMR, bgNR, bgKC = 12, 32, 256
+const bgMR, bgNR, bgKC = 12, 32, 512
 
 // bf16PackedGemm runs the packed route of SgemmBF16RoundA, in depth passes of bgKC steps. A
 // pass packs A once, rounded to bfloat16, as pairs: for row block ib and
@@ -376,7 +388,9 @@ func bf16PackedGemm(p Par, ks *bf16Kernels, transB bool, m, n, k int, alpha floa
 		kl := min(kc, k-pc)
 		kp := ceilDiv(kl, 2)
 		ap := growSlice(abuf, rowBlocks*kp*mr*2)
-		packPairsA(ap, m, kl, kp, a[pc:], lda)
+		parallelFor(min(threads, rowBlocks), rowBlocks, func(ib, _ int) {
+			packPairsA(ap[ib*kp*mr*2:], ib, m, kl, kp, a[pc:], lda)
+		})
 		bt := beta
 		if pc > 0 {
 			bt = 1
@@ -411,31 +425,24 @@ func bf16PackedGemm(p Par, ks *bf16Kernels, transB bool, m, n, k int, alpha floa
 	}
 }
 
-// packPairsA packs kl columns of A's m rows (a starts at the pass's first
-// column) for the packed route, rounded to bfloat16: row block ib, pair q,
-// row r's pair as the dword d[(ib*kp+q)*bgMR + r], zero past kl and m.
-func packPairsA(dst []BF16, m, kl, kp int, a []float32, lda int) {
+// packPairsA packs row block ib of A (kl columns, a starting at the
+// pass's first column) for the packed route, rounded to bfloat16: pair q,
+// row r's pair as the dword d[q*bgMR + r], zero past kl and m.
+func packPairsA(dst []BF16, ib, m, kl, kp int, a []float32, lda int) {
 	const mr = bgMR
-	d32 := unsafe.Slice((*uint32)(unsafe.Pointer(&dst[0])), ceilDiv(m, mr)*kp*mr)
-	for ib := range ceilDiv(m, mr) {
-		blk := d32[ib*kp*mr : (ib+1)*kp*mr]
-		rows := min(mr, m-ib*mr)
-		if rows < mr {
-			clear(blk)
+	var rows [mr][bgKC / 2]uint32 // row r rounded, as pairs
+	for r := range min(mr, m-ib*mr) {
+		row := unsafe.Slice((*BF16)(unsafe.Pointer(&rows[r][0])), bgKC)
+		RoundBF16(row[:kl], a[(ib*mr+r)*lda:][:kl])
+		if kl%2 != 0 {
+			row[kl] = 0
 		}
-		var rs [mr][]float32
-		for r := range rows {
-			rs[r] = a[(ib*mr+r)*lda:][:kl]
-		}
-		for q := range kp {
-			out := blk[q*mr : q*mr+rows]
-			for r := range out {
-				x1 := float32(0)
-				if 2*q+1 < kl {
-					x1 = rs[r][2*q+1]
-				}
-				out[r] = uint32(ToBF16(rs[r][2*q])) | uint32(ToBF16(x1))<<16
-			}
+	}
+	blk := unsafe.Slice((*uint32)(unsafe.Pointer(&dst[0])), kp*mr)
+	for q := range kp {
+		out := blk[q*mr : (q+1)*mr : (q+1)*mr]
+		for r := range out {
+			out[r] = rows[r][q]
 		}
 	}
 }

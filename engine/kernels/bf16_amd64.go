@@ -27,6 +27,9 @@ func bgemmKernel12x32(kp int, a, b *BF16, c *float32, ldc int, alpha, beta float
 func splitBF16AVX512(hi, lo *BF16, x *float32, n int)
 
 //go:noescape
+func roundBF16AVX512(dst *BF16, x *float32, n int)
+
+//go:noescape
 func interleaveBF16AVX2(dst *uint32, even, odd *BF16, n int)
 
 //go:noescape
@@ -45,6 +48,18 @@ func init() {
 			}
 			for i := n; i < len(src); i++ {
 				dst[i] = src[i].Float32()
+			}
+		}
+	}
+	if hasAVX512 && !asmDisabled() {
+		roundRow = func(dst []BF16, x []float32) {
+			n := len(x) / 16 * 16
+			if n > 0 {
+				_ = dst[n-1]
+				roundBF16AVX512(&dst[0], &x[0], n)
+			}
+			for i := n; i < len(x); i++ {
+				dst[i] = ToBF16(x[i])
 			}
 		}
 	}

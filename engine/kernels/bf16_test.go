@@ -329,7 +329,7 @@ func TestBF16PackedRouteIsVDPBF16PS(t *testing.T) {
 	for _, s := range []struct {
 		transB  bool
 		m, n, k int
-	}{{true, 17, 33, 1}, {true, 24, 64, 256}, {true, 30, 70, 257}, {true, 19, 31, 600}, {false, 12, 32, 2}, {false, 5, 40, 513}, {false, 40, 65, 255}} {
+	}{{true, 17, 33, 1}, {true, 24, 64, 256}, {true, 30, 70, 257}, {true, 19, 31, 600}, {false, 12, 32, 2}, {false, 5, 40, 513}, {false, 40, 65, 255}, {false, 14, 33, 1201}} {
 		a, lda, b, ldb := bf16Operands(rng, s.transB, s.m, s.n, s.k, 1)
 		c := make([]float32, s.m*s.n)
 		Par{Threads: 2}.SgemmBF16RoundA(s.transB, s.m, s.n, s.k, 0.75, a, lda, b, ldb, 0, c, s.n)

@@ -6,8 +6,8 @@
 // as its EVEX bytes (the register-register form, EVEX.512.F3.0F38.W0 52 /r),
 // each line commented with the instruction in Go operand order: source 2,
 // source 1, destination. TestBF16Encodings re-encodes every such comment
-// and checks the bytes. These files are generated; their arithmetic is
-// checked against a Go emulation of the instruction (bf16_test.go).
+// and checks the bytes. Their arithmetic is checked against a Go emulation
+// of the instruction (bf16_test.go).
 
 // func bgemmKernel12x32(kp int, a *BF16, b *BF16, c *float32, ldc int, alpha float32, beta float32)
 //
@@ -290,14 +290,59 @@ DATA splitconsts<>+0x0c(SB)/4, $0x00000001
 DATA splitconsts<>+0x10(SB)/4, $0x00000040 // quiet bit of a bfloat16 NaN
 GLOBL splitconsts<>(SB), RODATA|NOPTR, $20
 
+// ROUNDBF16 sets the dwords of dst to those of src (float32 bits) rounded
+// to bfloat16 as ToBF16 rounds them (to nearest, ties to even, a NaN kept
+// quiet with its sign), in their low halves: integer arithmetic on the
+// bits, bits + 0x7fff + (bits>>16 & 1) shifted down 16, the NaNs
+// (|bits| > 0x7f800000) replaced by bits>>16 | 0x40 under mask k. It needs
+// splitconsts in Z20-Z24 and clobbers Z2-Z4.
+#define ROUNDBF16(src, dst, k) \
+	VPSRLD $16, src, Z2 \
+	VPANDD Z23, Z2, Z3 \
+	VPADDD Z22, src, dst \
+	VPADDD Z3, dst, dst \
+	VPSRLD $16, dst, dst \
+	VPANDD Z20, src, Z4 \
+	VPCMPUD $6, Z21, Z4, k \
+	VPORD Z24, Z2, k, dst
+
+#define SPLITCONSTS \
+	VPBROADCASTD splitconsts<>+0x00(SB), Z20 \
+	VPBROADCASTD splitconsts<>+0x04(SB), Z21 \
+	VPBROADCASTD splitconsts<>+0x08(SB), Z22 \
+	VPBROADCASTD splitconsts<>+0x0c(SB), Z23 \
+	VPBROADCASTD splitconsts<>+0x10(SB), Z24
+
+// func roundBF16AVX512(dst *BF16, x *float32, n int)
+//
+// dst[i] = ToBF16(x[i]) for i < n, n a multiple of 16 (ROUNDBF16; VPMOVDW
+// keeps each dword's low half).
+TEXT ·roundBF16AVX512(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ n+16(FP), CX
+	SHRQ $4, CX
+	JZ   rounddone
+	SPLITCONSTS
+
+roundloop:
+	VMOVDQU32 (SI), Z0
+	ROUNDBF16(Z0, Z1, K1)
+	VPMOVDW Z1, (DI)
+	ADDQ $64, SI
+	ADDQ $32, DI
+	DECQ CX
+	JNZ  roundloop
+
+rounddone:
+	VZEROUPPER
+	RET
+
 // func splitBF16AVX512(hi *BF16, lo *BF16, x *float32, n int)
 //
 // hi[i], lo[i] = splitBF16(x[i]) for i < n, n a multiple of 16: hi is x
-// rounded to bfloat16 as ToBF16 rounds it (to nearest, ties to even, a NaN
-// kept quiet with its sign), lo is x − hi rounded the same way. Integer
-// arithmetic on the bits, as ToBF16's: bits + 0x7fff + (bits>>16 & 1),
-// shifted down 16, the NaNs (|bits| > 0x7f800000) replaced by
-// bits>>16 | 0x40; VPMOVDW keeps each dword's low half.
+// rounded to bfloat16 by ROUNDBF16, lo is x − hi rounded the same way;
+// VPMOVDW keeps each dword's low half.
 TEXT ·splitBF16AVX512(SB), NOSPLIT, $0-32
 	MOVQ hi+0(FP), DI
 	MOVQ lo+8(FP), DX
@@ -305,34 +350,15 @@ TEXT ·splitBF16AVX512(SB), NOSPLIT, $0-32
 	MOVQ n+24(FP), CX
 	SHRQ $4, CX
 	JZ   splitdone
-	VPBROADCASTD splitconsts<>+0x00(SB), Z20
-	VPBROADCASTD splitconsts<>+0x04(SB), Z21
-	VPBROADCASTD splitconsts<>+0x08(SB), Z22
-	VPBROADCASTD splitconsts<>+0x0c(SB), Z23
-	VPBROADCASTD splitconsts<>+0x10(SB), Z24
+	SPLITCONSTS
 
 splitloop:
 	VMOVDQU32 (SI), Z0
-	// hi: Z1 = rounded bits >> 16, NaNs fixed under K1
-	VPSRLD $16, Z0, Z2
-	VPANDD Z23, Z2, Z3
-	VPADDD Z22, Z0, Z1
-	VPADDD Z3, Z1, Z1
-	VPSRLD $16, Z1, Z1
-	VPANDD Z20, Z0, Z4
-	VPCMPUD $6, Z21, Z4, K1
-	VPORD Z24, Z2, K1, Z1
+	ROUNDBF16(Z0, Z1, K1)
 	// lo: x − widen(hi), rounded the same way
 	VPSLLD $16, Z1, Z5
 	VSUBPS Z5, Z0, Z6
-	VPSRLD $16, Z6, Z2
-	VPANDD Z23, Z2, Z3
-	VPADDD Z22, Z6, Z7
-	VPADDD Z3, Z7, Z7
-	VPSRLD $16, Z7, Z7
-	VPANDD Z20, Z6, Z4
-	VPCMPUD $6, Z21, Z4, K2
-	VPORD Z24, Z2, K2, Z7
+	ROUNDBF16(Z6, Z7, K2)
 	VPMOVDW Z1, (DI)
 	VPMOVDW Z7, (DX)
 	ADDQ $64, SI

@@ -38,6 +38,38 @@ func TestSplitRowMatchesSplitBF16(t *testing.T) {
 	}
 }
 
+// TestRoundRowMatchesToBF16: the vector rounding (RoundBF16 and the packed
+// route's A) equals ToBF16 bit for bit over random bit patterns and the
+// special values (NaNs of both signs, infinities, denormals, ties to even
+// both ways, the largest finite float32, which rounds to infinity) and
+// over lengths around its 16-element groups, writing nothing past the end.
+func TestRoundRowMatchesToBF16(t *testing.T) {
+	t.Parallel()
+	if roundRow == nil {
+		t.Skip("no AVX-512 rounding on this CPU or build")
+	}
+	rng := rand.New(rand.NewPCG(17, 18))
+	special := []uint32{0, 0x80000000, 0x7f800000, 0xff800000, 0x7fc00001, 0xffa00000, 0x7f800001, 0x00000001, 0x807fffff,
+		0x3f808000, 0x3f818000, 0x3f808001, 0x7f7fffff, 0xff7fffff, 0x3f7fffff}
+	for _, n := range []int{0, 1, 15, 16, 17, 31, 33, 1000, 4096} {
+		x := make([]float32, n)
+		for i := range x {
+			if i < len(special) && n > 100 {
+				x[i] = math.Float32frombits(special[i])
+			} else {
+				x[i] = math.Float32frombits(rng.Uint32())
+			}
+		}
+		dst := make([]BF16, n+1)
+		dst[n] = 42
+		roundRow(dst[:n], x)
+		for i, v := range x {
+			require.Equal(t, ToBF16(v), dst[i], "%#x (n=%d, i=%d)", math.Float32bits(v), n, i)
+		}
+		require.Equal(t, BF16(42), dst[n], "n=%d: nothing written past the end", n)
+	}
+}
+
 // TestWidenRowMatchesFloat32: the vector widening equals BF16.Float32 bit
 // for bit over random bit patterns (NaNs included) and over lengths around
 // its 8- and 32-element groups, writing nothing past the end.
