@@ -178,6 +178,11 @@ func BF16Implementation() string {
 	return "widen"
 }
 
+// BF16RoundsA reports whether SgemmBF16RoundA rounds A on this machine
+// (AVX512_BF16, and TANDEM_KERNELS allowing it); where it does not, it
+// computes SgemmBF16's result.
+func BF16RoundsA() bool { return bf16Round != nil }
+
 // bf16Kernels are SgemmBF16RoundA's VDPBF16PS kernels, over A rounded to
 // bfloat16.
 type bf16Kernels struct {
@@ -189,8 +194,9 @@ type bf16Kernels struct {
 	// exactly as dot does.
 	row func(k int, a, b []BF16, ldb int, c []float32, alpha, beta float32)
 	// gemm computes a bgMR×bgNR tile of C = alpha·A·B + beta·C over kp >= 1
-	// pairs of depth steps from pair-packed A (see packPairsA) and B.
-	gemm func(kp int, a, b []BF16, c []float32, ldc int, alpha, beta float32)
+	// pairs of depth steps from A's rows (row r at a[r*lda:], lda even; see
+	// packPairsA) and pair-packed B (see packPairsB).
+	gemm func(kp int, a []BF16, lda int, b []BF16, c []float32, ldc int, alpha, beta float32)
 }
 
 // bf16Round holds SgemmBF16RoundA's AVX512_BF16 kernels; nil where the
@@ -360,19 +366,18 @@ func dpbf16(acc float32, a0, a1, b0, b1 BF16) float32 {
 	return acc + a0.Float32()*b0.Float32()
 }
 
-// The packed route's tile and depth pass: 12×32 tiles of C, 256 depth
-// steps (128 pairs) per pass, so a packed B panel (16 KiB) sits in L1.
+// The packed route's tile and depth pass: 12×32 tiles of C, 512 depth
+// steps (256 pairs) per pass, so a packed B panel (32 KiB) sits in L1.
 const bgMR, bgNR, bgKC = 12, 32, 512
 
-// bf16PackedGemm runs the packed route of SgemmBF16RoundA, in depth passes of bgKC steps. A
-// pass packs A once, rounded to bfloat16, as pairs: for row block ib and
-// pair q, bgMR dwords holding row r's elements 2q and 2q+1 of the pass
-// (zero past k and below m). Work items are chunks of B's column panels;
-// a worker packs each panel the same way (bgNR dwords per pair, column
-// j's two elements, zero past n and k) and runs every row block against
-// it. Each tile is computed by the one kernel, edge tiles through a
-// scratch tile; the first pass applies beta and later ones add to C, so
-// neither the split of the work nor its order changes a value.
+// bf16PackedGemm runs the packed route of SgemmBF16RoundA, in depth passes
+// of bgKC steps. A pass packs A once, its row blocks in parallel, rounded
+// to bfloat16 (row by row: see packPairsA). Work items are chunks of B's
+// column panels; a worker packs each panel as pairs (bgNR dwords per pair,
+// column j's elements 2q and 2q+1, zero past n and k) and runs every row
+// block against it. Each tile is computed by the one kernel, edge tiles
+// through a scratch tile; the first pass applies beta and later ones add
+// to C, so neither the split of the work nor its order changes a value.
 func bf16PackedGemm(p Par, ks *bf16Kernels, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []BF16, ldb int, beta float32, c []float32, ldc int) {
 	const mr, nr, kc = bgMR, bgNR, bgKC
 	rowBlocks, panels := ceilDiv(m, mr), ceilDiv(n, nr)
@@ -407,7 +412,7 @@ func bf16PackedGemm(p Par, ks *bf16Kernels, transB bool, m, n, k int, alpha floa
 					mi := min(mr, m-i0)
 					as := ap[ib*kp*mr*2:]
 					if mi == mr && nb == nr {
-						ks.gemm(kp, as, bp, c[i0*ldc+j0:], ldc, alpha, bt)
+						ks.gemm(kp, as, 2*kp, bp, c[i0*ldc+j0:], ldc, alpha, bt)
 						continue
 					}
 					if bt != 0 {
@@ -415,7 +420,7 @@ func bf16PackedGemm(p Par, ks *bf16Kernels, transB bool, m, n, k int, alpha floa
 							copy(tile[r*nr:r*nr+nb], c[(i0+r)*ldc+j0:][:nb])
 						}
 					}
-					ks.gemm(kp, as, bp, tile[:], nr, alpha, bt)
+					ks.gemm(kp, as, 2*kp, bp, tile[:], nr, alpha, bt)
 					for r := range mi {
 						copy(c[(i0+r)*ldc+j0:][:nb], tile[r*nr:r*nr+nb])
 					}
@@ -426,25 +431,20 @@ func bf16PackedGemm(p Par, ks *bf16Kernels, transB bool, m, n, k int, alpha floa
 }
 
 // packPairsA packs row block ib of A (kl columns, a starting at the
-// pass's first column) for the packed route, rounded to bfloat16: pair q,
-// row r's pair as the dword d[q*bgMR + r], zero past kl and m.
+// pass's first column) for the packed route, rounded to bfloat16: row r
+// at dst[r*2*kp:], its pair q the dword at elements 2q and 2q+1, zero past
+// kl and m.
 func packPairsA(dst []BF16, ib, m, kl, kp int, a []float32, lda int) {
 	const mr = bgMR
-	var rows [mr][bgKC / 2]uint32 // row r rounded, as pairs
-	for r := range min(mr, m-ib*mr) {
-		row := unsafe.Slice((*BF16)(unsafe.Pointer(&rows[r][0])), bgKC)
+	rows := min(mr, m-ib*mr)
+	for r := range rows {
+		row := dst[r*2*kp : (r+1)*2*kp]
 		RoundBF16(row[:kl], a[(ib*mr+r)*lda:][:kl])
 		if kl%2 != 0 {
 			row[kl] = 0
 		}
 	}
-	blk := unsafe.Slice((*uint32)(unsafe.Pointer(&dst[0])), kp*mr)
-	for q := range kp {
-		out := blk[q*mr : (q+1)*mr : (q+1)*mr]
-		for r := range out {
-			out[r] = rows[r][q]
-		}
-	}
+	clear(dst[rows*2*kp : mr*2*kp])
 }
 
 // packPairsB packs the panel of op(B)'s columns [j0, j0+nb) and depth

@@ -21,7 +21,7 @@ func bwdotKernel4x4AVX512(k int, a *float32, lda int, b *BF16, ldb int, c *float
 func bwdotKernel1x8AVX512(k int, a *float32, b *BF16, ldb int, c *float32, alpha float32, beta float32)
 
 //go:noescape
-func bgemmKernel12x32(kp int, a, b *BF16, c *float32, ldc int, alpha, beta float32)
+func bgemmKernel12x32(kp int, a *BF16, lda int, b *BF16, c *float32, ldc int, alpha, beta float32)
 
 //go:noescape
 func splitBF16AVX512(hi, lo *BF16, x *float32, n int)
@@ -98,9 +98,9 @@ func init() {
 			_, _, _ = a[k-1], b[7*ldb+k-1], c[7]
 			bdotKernel1x8(k, &a[0], &b[0], ldb, &c[0], alpha, beta)
 		},
-		gemm: func(kp int, a, b []BF16, c []float32, ldc int, alpha, beta float32) {
-			_, _, _ = a[kp*bgMR*2-1], b[kp*bgNR*2-1], c[(bgMR-1)*ldc+bgNR-1]
-			bgemmKernel12x32(kp, &a[0], &b[0], &c[0], ldc, alpha, beta)
+		gemm: func(kp int, a []BF16, lda int, b []BF16, c []float32, ldc int, alpha, beta float32) {
+			_, _, _ = a[(bgMR-1)*lda+kp*2-1], b[kp*bgNR*2-1], c[(bgMR-1)*ldc+bgNR-1]
+			bgemmKernel12x32(kp, &a[0], lda, &b[0], &c[0], ldc, alpha, beta)
 		},
 	}
 }

@@ -9,20 +9,27 @@
 // and checks the bytes. Their arithmetic is checked against a Go emulation
 // of the instruction (bf16_test.go).
 
-// func bgemmKernel12x32(kp int, a *BF16, b *BF16, c *float32, ldc int, alpha float32, beta float32)
+// func bgemmKernel12x32(kp int, a *BF16, lda int, b *BF16, c *float32, ldc int, alpha float32, beta float32)
 //
 // A 12×32 tile of C = alpha·A·B + beta·C over kp >= 1 pairs of depth steps
-// (AVX512_BF16). A is packed pair by pair: pair q holds 12 dwords, row r's
-// elements 2q and 2q+1; B likewise holds 32 dwords per pair, column j's
-// elements 2q and 2q+1. The accumulators of row r are Z(8+2r) (columns
+// (AVX512_BF16). A holds 12 rows of bfloat16, row r at a[r*lda:] (lda
+// even), pair q its dword at elements 2q and 2q+1 (four base registers,
+// rows 3i to 3i+2 at offsets 0, lda and 2·lda from the i-th); B is packed
+// pair by pair, 32 dwords per pair, column j's elements 2q and 2q+1. The accumulators of row r are Z(8+2r) (columns
 // 0-15) and Z(9+2r) (columns 16-31): each lane adds, pair after pair in
 // order, the odd product then the even one (VDPBF16PS), so an element of C
 // depends on its own row and column only. Then C = alpha·acc, plus beta·C
 // unless beta is zero (C is not read then).
-TEXT ·bgemmKernel12x32(SB), NOSPLIT, $0-48
+TEXT ·bgemmKernel12x32(SB), NOSPLIT, $0-56
 	MOVQ kp+0(FP), CX
 	MOVQ a+8(FP), SI
-	MOVQ b+16(FP), BX
+	MOVQ lda+16(FP), R8
+	SHLQ $1, R8
+	LEAQ (R8)(R8*2), R13
+	LEAQ (SI)(R13*1), R10
+	LEAQ (R10)(R13*1), R11
+	LEAQ (R11)(R13*1), R12
+	MOVQ b+24(FP), BX
 	VPXORD Z8, Z8, Z8
 	VPXORD Z9, Z9, Z9
 	VPXORD Z10, Z10, Z10
@@ -51,53 +58,56 @@ TEXT ·bgemmKernel12x32(SB), NOSPLIT, $0-48
 bgloop:
 	VMOVDQU32 (BX), Z0
 	VMOVDQU32 64(BX), Z1
-	VPBROADCASTD 0(SI), Z2
+	VPBROADCASTD (SI), Z2
 	BYTE $0x62; BYTE $0x72; BYTE $0x6e; BYTE $0x48; BYTE $0x52; BYTE $0xc0 // VDPBF16PS Z0, Z2, Z8
 	BYTE $0x62; BYTE $0x72; BYTE $0x6e; BYTE $0x48; BYTE $0x52; BYTE $0xc9 // VDPBF16PS Z1, Z2, Z9
-	VPBROADCASTD 4(SI), Z3
+	VPBROADCASTD (SI)(R8*1), Z3
 	BYTE $0x62; BYTE $0x72; BYTE $0x66; BYTE $0x48; BYTE $0x52; BYTE $0xd0 // VDPBF16PS Z0, Z3, Z10
 	BYTE $0x62; BYTE $0x72; BYTE $0x66; BYTE $0x48; BYTE $0x52; BYTE $0xd9 // VDPBF16PS Z1, Z3, Z11
-	VPBROADCASTD 8(SI), Z4
+	VPBROADCASTD (SI)(R8*2), Z4
 	BYTE $0x62; BYTE $0x72; BYTE $0x5e; BYTE $0x48; BYTE $0x52; BYTE $0xe0 // VDPBF16PS Z0, Z4, Z12
 	BYTE $0x62; BYTE $0x72; BYTE $0x5e; BYTE $0x48; BYTE $0x52; BYTE $0xe9 // VDPBF16PS Z1, Z4, Z13
-	VPBROADCASTD 12(SI), Z5
+	VPBROADCASTD (R10), Z5
 	BYTE $0x62; BYTE $0x72; BYTE $0x56; BYTE $0x48; BYTE $0x52; BYTE $0xf0 // VDPBF16PS Z0, Z5, Z14
 	BYTE $0x62; BYTE $0x72; BYTE $0x56; BYTE $0x48; BYTE $0x52; BYTE $0xf9 // VDPBF16PS Z1, Z5, Z15
-	VPBROADCASTD 16(SI), Z6
+	VPBROADCASTD (R10)(R8*1), Z6
 	BYTE $0x62; BYTE $0xe2; BYTE $0x4e; BYTE $0x48; BYTE $0x52; BYTE $0xc0 // VDPBF16PS Z0, Z6, Z16
 	BYTE $0x62; BYTE $0xe2; BYTE $0x4e; BYTE $0x48; BYTE $0x52; BYTE $0xc9 // VDPBF16PS Z1, Z6, Z17
-	VPBROADCASTD 20(SI), Z7
+	VPBROADCASTD (R10)(R8*2), Z7
 	BYTE $0x62; BYTE $0xe2; BYTE $0x46; BYTE $0x48; BYTE $0x52; BYTE $0xd0 // VDPBF16PS Z0, Z7, Z18
 	BYTE $0x62; BYTE $0xe2; BYTE $0x46; BYTE $0x48; BYTE $0x52; BYTE $0xd9 // VDPBF16PS Z1, Z7, Z19
-	VPBROADCASTD 24(SI), Z2
+	VPBROADCASTD (R11), Z2
 	BYTE $0x62; BYTE $0xe2; BYTE $0x6e; BYTE $0x48; BYTE $0x52; BYTE $0xe0 // VDPBF16PS Z0, Z2, Z20
 	BYTE $0x62; BYTE $0xe2; BYTE $0x6e; BYTE $0x48; BYTE $0x52; BYTE $0xe9 // VDPBF16PS Z1, Z2, Z21
-	VPBROADCASTD 28(SI), Z3
+	VPBROADCASTD (R11)(R8*1), Z3
 	BYTE $0x62; BYTE $0xe2; BYTE $0x66; BYTE $0x48; BYTE $0x52; BYTE $0xf0 // VDPBF16PS Z0, Z3, Z22
 	BYTE $0x62; BYTE $0xe2; BYTE $0x66; BYTE $0x48; BYTE $0x52; BYTE $0xf9 // VDPBF16PS Z1, Z3, Z23
-	VPBROADCASTD 32(SI), Z4
+	VPBROADCASTD (R11)(R8*2), Z4
 	BYTE $0x62; BYTE $0x62; BYTE $0x5e; BYTE $0x48; BYTE $0x52; BYTE $0xc0 // VDPBF16PS Z0, Z4, Z24
 	BYTE $0x62; BYTE $0x62; BYTE $0x5e; BYTE $0x48; BYTE $0x52; BYTE $0xc9 // VDPBF16PS Z1, Z4, Z25
-	VPBROADCASTD 36(SI), Z5
+	VPBROADCASTD (R12), Z5
 	BYTE $0x62; BYTE $0x62; BYTE $0x56; BYTE $0x48; BYTE $0x52; BYTE $0xd0 // VDPBF16PS Z0, Z5, Z26
 	BYTE $0x62; BYTE $0x62; BYTE $0x56; BYTE $0x48; BYTE $0x52; BYTE $0xd9 // VDPBF16PS Z1, Z5, Z27
-	VPBROADCASTD 40(SI), Z6
+	VPBROADCASTD (R12)(R8*1), Z6
 	BYTE $0x62; BYTE $0x62; BYTE $0x4e; BYTE $0x48; BYTE $0x52; BYTE $0xe0 // VDPBF16PS Z0, Z6, Z28
 	BYTE $0x62; BYTE $0x62; BYTE $0x4e; BYTE $0x48; BYTE $0x52; BYTE $0xe9 // VDPBF16PS Z1, Z6, Z29
-	VPBROADCASTD 44(SI), Z7
+	VPBROADCASTD (R12)(R8*2), Z7
 	BYTE $0x62; BYTE $0x62; BYTE $0x46; BYTE $0x48; BYTE $0x52; BYTE $0xf0 // VDPBF16PS Z0, Z7, Z30
 	BYTE $0x62; BYTE $0x62; BYTE $0x46; BYTE $0x48; BYTE $0x52; BYTE $0xf9 // VDPBF16PS Z1, Z7, Z31
-	ADDQ $48, SI
+	ADDQ $4, SI
+	ADDQ $4, R10
+	ADDQ $4, R11
+	ADDQ $4, R12
 	ADDQ $128, BX
 	DECQ CX
 	JNZ bgloop
 
-	MOVQ c+24(FP), DI
-	MOVQ ldc+32(FP), R9
+	MOVQ c+32(FP), DI
+	MOVQ ldc+40(FP), R9
 	SHLQ $2, R9
-	VBROADCASTSS alpha+40(FP), Z2
-	VBROADCASTSS beta+44(FP), Z3
-	MOVL beta+44(FP), CX
+	VBROADCASTSS alpha+48(FP), Z2
+	VBROADCASTSS beta+52(FP), Z3
+	MOVL beta+52(FP), CX
 	ANDL $0x7fffffff, CX
 	TESTL CX, CX
 	JZ bgstore0
