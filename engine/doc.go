@@ -33,10 +33,13 @@
 // 16-bit format its checkpoint stores ([Matrices16]: bfloat16 or IEEE
 // half, as a BF16 or F16 checkpoint loads with hf.WithStoredMatrices,
 // memory-mapped): half the memory, and every product computed from the
-// 16-bit weights directly (kernels.Par.SgemmBF16, activations held to 16
-// significant bits; kernels.Par.SgemmF16, bit for bit the float32 product
-// of the widened weights); the norms, biases, activations and adapters
-// stay in T.
+// 16-bit weights directly (kernels.Par.SgemmBF16, with AMX activations
+// held to 16 significant bits, elsewhere bit for bit the float32 product
+// of the widened weights; kernels.Par.SgemmF16, bit for bit the float32
+// product); the norms, biases, activations and adapters stay in T. A
+// bfloat16 base may also round the activations it multiplies to bfloat16
+// (Matrices16.RoundActivations, as mixed-precision training does), twice
+// the speed of those products on CPUs with AVX512_BF16 and no AMX.
 //
 // # Determinism
 //

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -25,17 +26,19 @@ type Float16 interface {
 //
 // Such a model is a frozen base: LoRA trainers train over it and samplers
 // sample it, with every product computed from the 16-bit weights directly,
-// accumulating in float32. For bfloat16 that is kernels.Par.SgemmBF16,
-// each activation split into a bfloat16 high part and a bfloat16
-// remainder, which keeps 16 of its significant bits (on CPUs with AMX-BF16
-// every product runs on the tile unit; with AVX512_BF16 alone the sampling
-// step's products run VDPBF16PS and larger ones widen the weights to
-// float32 a block at a time, as every product does elsewhere). For IEEE
-// halves it is kernels.Par.SgemmF16, which reads the weights at 2 bytes
-// each and computes exactly what Sgemm computes on them widened: such a
-// model computes what its widened copy does, bit for bit. A
-// full-parameter trainer refuses such a model; [Merge], [SaveBase] and
-// [ConvertModel] work on its widened copy ([Model.Widen]).
+// accumulating in float32. For bfloat16 that is kernels.Par.SgemmBF16: on
+// CPUs with AMX-BF16 each activation is split into a bfloat16 high part
+// and a bfloat16 remainder, which keep 16 of its significant bits, and the
+// tile unit multiplies them; elsewhere it computes exactly what Sgemm
+// computes on the weights widened (the sampling step's products reading
+// them at 2 bytes each). With RoundActivations the products round each
+// activation to one bfloat16 instead (kernels.Par.SgemmBF16RoundA), as
+// mixed-precision training does. For IEEE halves it is
+// kernels.Par.SgemmF16, which reads the weights at 2 bytes each and
+// computes exactly what Sgemm computes on them widened: such a model
+// computes what its widened copy does, bit for bit. A full-parameter
+// trainer refuses such a model; [Merge], [SaveBase] and [ConvertModel]
+// work on its widened copy ([Model.Widen]).
 type Matrices16[W Float16] struct {
 	Embed   []W // Vocab×Dim
 	Unembed []W // Vocab×Dim; nil when Config.TiedEmbed
@@ -43,6 +46,16 @@ type Matrices16[W Float16] struct {
 	// Keep is what the slices are views into (a memory-mapped checkpoint),
 	// closed by [Model.Close]; nil when they were allocated.
 	Keep io.Closer
+	// RoundActivations (bfloat16 alone): a float32 model's products with
+	// these matrices, forward and backward, round each activation to
+	// bfloat16 (a relative error up to 2⁻⁹) and multiply on
+	// kernels.Par.SgemmBF16RoundA, with float32 sums; the LoRA factors,
+	// norms, attention and softmax stay in float32. Where the CPU has
+	// AVX512_BF16 without AMX (AMD's Zen 4 and Zen 5) that is the fastest
+	// path, on Zen 5 1.6-2 times the exact one on training products; on
+	// other CPUs it is slower or computes the exact result (see
+	// SgemmBF16RoundA). A float64 model ignores it.
+	RoundActivations bool
 }
 
 // Block16 is one block's matrices in W (shapes as in [Block]).
@@ -156,6 +169,9 @@ func (s *Matrices16[W]) tensors(c Config) []Tensor16[W] {
 // Check16 reports a matrix in W that is unset or of the wrong length (nil
 // when m does not keep its matrices in W).
 func Check16[W Float16, T Float](m *Model[T]) error {
+	if m.F16 != nil && m.F16.RoundActivations {
+		return errors.New("engine: Matrices16.RoundActivations is for bfloat16 matrices; these are float16")
+	}
 	for _, t := range Tensors16[W](m) {
 		want := 1
 		for _, d := range t.Shape {
@@ -257,6 +273,7 @@ func clone16[W Float16, T Float](m *Model[T], s *Matrices16[W]) *Model[T] {
 	for i, t := range s.tensors(m.Config) {
 		*dst[i].Data = slices.Clone(*t.Data)
 	}
+	MatricesOf[W](c).RoundActivations = s.RoundActivations
 	return c
 }
 
@@ -314,7 +331,11 @@ func (s *Matrices16[W]) matrix(c Config, i int, k kind) []W {
 func (m *Model[T]) frozen16(i int, k kind, out, in int) frozen[T] {
 	switch {
 	case m.BF16 != nil:
-		return newDense16[T](m.BF16.matrix(m.Config, i, k), out, in)
+		d := newDense16[T](m.BF16.matrix(m.Config, i, k), out, in)
+		if m.BF16.RoundActivations {
+			d.f = formatBF16RoundA
+		}
+		return d
 	case m.F16 != nil:
 		return newDense16[T](m.F16.matrix(m.Config, i, k), out, in)
 	}

@@ -48,6 +48,9 @@ type format16[W Float16] struct {
 var (
 	formatBF16 = &format16[kernels.BF16]{name: "bfloat16", gemm: kernels.Par.SgemmBF16, widen: kernels.WidenBF16, round: kernels.ToBF16}
 	formatF16  = &format16[kernels.F16]{name: "float16", gemm: kernels.Par.SgemmF16, widen: kernels.WidenF16, round: kernels.ToF16}
+	// formatBF16RoundA is bfloat16 with the activations rounded
+	// (Matrices16.RoundActivations).
+	formatBF16RoundA = &format16[kernels.BF16]{name: "bfloat16", gemm: kernels.Par.SgemmBF16RoundA, widen: kernels.WidenBF16, round: kernels.ToBF16}
 )
 
 // format returns W's format16.

@@ -59,6 +59,17 @@ type Config struct {
 	// exactly as float32 would), others load in float32; "float32": always
 	// widened.
 	Weights string `json:"weights,omitempty"`
+	// Activations is the precision of the activations entering products
+	// with the base's matrices: "float32" (the default, ""), or "bfloat16"
+	// for a base kept in bfloat16 (a BF16 checkpoint with weights stored):
+	// each activation rounded to one bfloat16, products summed in float32,
+	// as mixed-precision training does (engine.Matrices16.RoundActivations).
+	// It is the fastest path where the CPU has AVX512_BF16 but no AMX
+	// (AMD's Zen 4 and Zen 5). It moves log-probs by a few 1e-3; trainer
+	// and in-process samplers share it, and theirs differ by about 1e-3 a
+	// token (float32: 1e-6), since a last-bit difference between their
+	// float32 activations can round to different bfloat16s.
+	Activations string `json:"activations,omitempty"`
 	// SamplerURLs, when set, sample through OpenAI-compatible servers
 	// (tandem serve's /v1 surface, vLLM, SGLang; package backend/openai),
 	// one replica per URL, instead of in-process samplers. The trainer
@@ -218,6 +229,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("weights %q unknown; allowed: %s (default), %s", c.Weights, WeightsStored, WeightsFloat32)
 	case c.Weights != "" && c.Model == "":
 		return fmt.Errorf("weights %q needs model (a Hugging Face folder)", c.Weights)
+	case c.Activations != "" && c.Activations != ActivationsFloat32 && c.Activations != ActivationsBFloat16:
+		return fmt.Errorf("activations %q unknown; allowed: %s (default), %s", c.Activations, ActivationsFloat32, ActivationsBFloat16)
+	case c.Activations == ActivationsBFloat16 && (c.Model == "" || c.Weights == WeightsFloat32):
+		return fmt.Errorf("activations %q needs model (a Hugging Face folder) with its weights stored, not %q", c.Activations, WeightsFloat32)
 	}
 	if p := c.RewardPlugin; p != nil {
 		if (len(p.Command) == 0) == (p.URL == "") {
@@ -231,6 +246,12 @@ func (c Config) Validate() error {
 const (
 	WeightsStored  = "stored"
 	WeightsFloat32 = "float32"
+)
+
+// The values of Config.Activations.
+const (
+	ActivationsFloat32  = "float32"
+	ActivationsBFloat16 = "bfloat16"
 )
 
 // ReadConfig reads a JSON job file over DefaultConfig. Unknown keys and

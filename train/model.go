@@ -51,6 +51,13 @@ func loadModel(cfg Config) (*model, error) {
 	if err != nil {
 		return nil, err
 	}
+	if cfg.Activations == ActivationsBFloat16 {
+		if !m.IsBF16() {
+			m.Close()
+			return nil, fmt.Errorf("activations %q needs a checkpoint whose matrices are all stored in BF16; %s stores %v", cfg.Activations, cfg.Model, info.WeightDTypes)
+		}
+		m.BF16.RoundActivations = true
+	}
 	if info.TokenizerPath == "" {
 		return nil, fmt.Errorf("%s has no tokenizer.json: a chat task needs the model's tokenizer", cfg.Model)
 	}

@@ -117,7 +117,7 @@ func main() {
 	grpo := flag.Bool("grpo", false, "first run one GRPO step (sample n completions of a prompt, then forward-backward with the importance-sampling loss and an Adam step on the n sequences of prompt + completion) and report the process's peak resident memory after it (default on for the real-model shapes)")
 	grpoPrompt := flag.Int("grpo-prompt", 128, "prompt tokens of the -grpo step (each sequence is this plus -grpo-new)")
 	grpoNew := flag.Int("grpo-new", 128, "tokens sampled per completion in the -grpo step")
-	weights := flag.String("weights", "f32", "the base's matrices: f32, bf16 (kept in bfloat16 as a BF16 checkpoint loads, computed by kernels.SgemmBF16) or f16 (kept in half precision as an F16 checkpoint loads, computed by kernels.SgemmF16)")
+	weights := flag.String("weights", "f32", "the base's matrices: f32, bf16 (kept in bfloat16 as a BF16 checkpoint loads, computed by kernels.SgemmBF16), bf16-act (bf16 with the activations rounded to bfloat16 in the products with them: engine.Matrices16.RoundActivations, kernels.SgemmBF16RoundA) or f16 (kept in half precision as an F16 checkpoint loads, computed by kernels.SgemmF16)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	flag.Parse()
 	if *cpuProfile != "" {
@@ -169,14 +169,18 @@ func main() {
 	switch *weights {
 	case "f32":
 		base, err = engine.NewModel[float32](s.Config, 1)
-	case "bf16":
+	case "bf16", "bf16-act":
 		base, err = random16Model(s.Config, 1, kernels.ToBF16)
 		res["bf16_kernels"] = kernels.BF16Implementation()
+		if err == nil && *weights == "bf16-act" {
+			base.BF16.RoundActivations = true
+			res["bf16_rounds_activations"] = kernels.BF16RoundsA()
+		}
 	case "f16":
 		base, err = random16Model(s.Config, 1, kernels.ToF16)
 		res["f16_kernels"] = kernels.F16Implementation()
 	default:
-		err = fmt.Errorf("-weights %q: want f32, bf16 or f16", *weights)
+		err = fmt.Errorf("-weights %q: want f32, bf16, bf16-act or f16", *weights)
 	}
 	if err != nil {
 		fail(err)

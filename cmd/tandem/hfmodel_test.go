@@ -111,3 +111,40 @@ func TestTrainHFModel(t *testing.T) {
 	_, _, err = runCLI("train", "-renderer", "qwen3", "-dir", runs, "-quiet")
 	require.ErrorContains(t, err, "needs model")
 }
+
+// train -activations bfloat16 over a BF16 folder rounds the activations in
+// the products with the base (trainer and sampler alike, so on-policy their
+// log-probs nearly agree); over a float32 folder, or with an unknown value,
+// it is refused with the reason.
+func TestTrainHFModelBF16Activations(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "hf")
+	_, _, err := runCLI("export", "-hf", dir, "-dtype", "bf16")
+	require.NoError(t, err)
+	runs := t.TempDir()
+	out, _, err := runCLI("train", "-model", dir, "-activations", "bfloat16", "-dir", runs, "-steps", "2", "-groups", "2", "-group-size", "2",
+		"-max-tokens", "6", "-eval-problems", "2", "-max-staleness", "0", "-quiet")
+	require.NoError(t, err)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	var sum struct {
+		Steps          int     `json:"steps"`
+		MeanLogprobGap float64 `json:"mean_logprob_gap"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(lines[len(lines)-1]), &sum))
+	assert.Equal(t, 2, sum.Steps)
+	// Sampler and trainer compute the activations in different orders;
+	// rounded to bfloat16, an f32 difference in the last bit can move one
+	// by 2⁻⁸, so their log-probs agree to about 1e-3 (float32: 1e-6).
+	assert.Less(t, sum.MeanLogprobGap, 5e-3, "synchronous: the sampler's log-probs are nearly the trainer's")
+	assert.Positive(t, sum.MeanLogprobGap)
+
+	f32 := filepath.Join(t.TempDir(), "hf32")
+	_, _, err = runCLI("export", "-hf", f32)
+	require.NoError(t, err)
+	_, _, err = runCLI("train", "-model", f32, "-activations", "bfloat16", "-dir", runs, "-steps", "1", "-quiet")
+	require.ErrorContains(t, err, "all stored in BF16")
+	_, _, err = runCLI("train", "-model", dir, "-activations", "bfloat16", "-weights", "float32", "-dir", runs, "-quiet")
+	require.ErrorContains(t, err, "with its weights stored")
+	_, _, err = runCLI("train", "-model", dir, "-activations", "f8", "-dir", runs, "-quiet")
+	require.ErrorContains(t, err, `activations "f8" unknown`)
+}

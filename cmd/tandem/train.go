@@ -55,6 +55,7 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.String("renderer", "", "with -model: chat renderer (default: the folder's chat template, else role_colon)")
 	fs.Int("samples-every", d.SamplesEvery, "write the trained rollouts of every this many steps to the run folder's samples.jsonl (0: none)")
 	fs.String("weights", "", "with -model: stored (default: a BF16 or F16 checkpoint's matrices stay in their 16-bit format, memory-mapped) or float32")
+	fs.String("activations", "", "with -model and its weights stored: float32 (default) or bfloat16 (activations rounded to bfloat16 in the products with a BF16 base, float32 sums: the fastest path on AVX512_BF16 CPUs without AMX, e.g. AMD Zen 4/5)")
 	fs.String("sampler-url", "", "sample through OpenAI-compatible servers instead of in process: comma-separated URLs (tandem serve -role sampler, vLLM, SGLang; key $TANDEM_API_KEY), one replica each; they must read the run folder")
 	fs.String("sampler-dialect", "", "with -sampler-url: vllm (default; tandem serve speaks it) or sglang")
 	withUI := fs.Bool("ui", false, "serve the run dashboard (tandem ui) over -dir while the job runs, on -ui-listen")
@@ -197,6 +198,8 @@ func applyFlag(c *train.Config, f *flag.Flag) {
 		c.Renderer = g.(string)
 	case "weights":
 		c.Weights = g.(string)
+	case "activations":
+		c.Activations = g.(string)
 	case "samples-every":
 		c.SamplesEvery = g.(int)
 	case "sampler-url":
