@@ -39,6 +39,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -100,11 +101,18 @@ type report struct {
 	DecodeF16OverF  float64 `json:"decode_stream_f16_speedup"`
 	DecodeBF16Frac  float64 `json:"decode_stream_bf16_of_bandwidth"`
 	DecodeBF16OverF float64 `json:"decode_stream_bf16_speedup"`
-	BLAS            string  `json:"numpy_blas,omitempty"`
-	NumpySettleMs   float64 `json:"numpy_settle_ms,omitempty"`
-	CoreName        string  `json:"openblas_corename,omitempty"`
-	CoreDetected    string  `json:"openblas_corename_autodetected,omitempty"`
-	NumpyNote       string  `json:"numpy_note,omitempty"`
+	// DecodeRounds are decodeStream's rounds, each with the bandwidth
+	// read just before it; the Beside fields are the medians over them of
+	// each product's rate over that bandwidth.
+	DecodeRounds     []decodeRound `json:"decode_rounds"`
+	DecodeBF16Beside float64       `json:"decode_stream_bf16_of_adjacent_bandwidth"`
+	DecodeF16Beside  float64       `json:"decode_stream_f16_of_adjacent_bandwidth"`
+	DecodeF32Beside  float64       `json:"decode_stream_f32_of_adjacent_bandwidth"`
+	BLAS             string        `json:"numpy_blas,omitempty"`
+	NumpySettleMs    float64       `json:"numpy_settle_ms,omitempty"`
+	CoreName         string        `json:"openblas_corename,omitempty"`
+	CoreDetected     string        `json:"openblas_corename_autodetected,omitempty"`
+	NumpyNote        string        `json:"numpy_note,omitempty"`
 }
 
 func main() {
@@ -159,10 +167,14 @@ func main() {
 		}
 		fmt.Println()
 	}
-	rep.BandwidthGBs = bandwidth(*threads, dur)
-	rep.DecodeBF16GBs, rep.DecodeF16GBs, rep.DecodeF32GBs = decodeStream(par, dur)
+	rd := newReader(*threads)
+	rep.BandwidthGBs = rd.best(5, dur)
+	rep.DecodeBF16GBs, rep.DecodeF16GBs, rep.DecodeF32GBs, rep.DecodeRounds = decodeStream(par, dur, rd)
 	rep.DecodeBF16Frac = rep.DecodeBF16GBs / rep.BandwidthGBs
 	rep.DecodeF16Frac = rep.DecodeF16GBs / rep.BandwidthGBs
+	rep.DecodeBF16Beside = medianOf(rep.DecodeRounds, func(r decodeRound) float64 { return r.BF16 / r.Bandwidth })
+	rep.DecodeF16Beside = medianOf(rep.DecodeRounds, func(r decodeRound) float64 { return r.F16 / r.Bandwidth })
+	rep.DecodeF32Beside = medianOf(rep.DecodeRounds, func(r decodeRound) float64 { return r.F32 / r.Bandwidth })
 	// Same rows, half the bytes: the speed-up per product is the ratio of
 	// the bytes rates times two.
 	rep.DecodeBF16OverF = 2 * rep.DecodeBF16GBs / rep.DecodeF32GBs
@@ -172,6 +184,11 @@ func main() {
 	}
 	fmt.Printf("memory bandwidth (read) %.1f GB/s; 1-row decode over 240 MiB of weights: bf16 %.1f GB/s (%.0f%% of it), f16 %.1f GB/s (%.0f%%), f32 %.1f GB/s; bf16 %.2f×, f16 %.2f× faster per product\n",
 		rep.BandwidthGBs, rep.DecodeBF16GBs, 100*rep.DecodeBF16Frac, rep.DecodeF16GBs, 100*rep.DecodeF16Frac, rep.DecodeF32GBs, rep.DecodeBF16OverF, rep.DecodeF16OverF)
+	fmt.Printf("1-row decode over the bandwidth read just before each of its %d rounds (median): bf16 %.0f%%, f16 %.0f%%, f32 %.0f%%; rounds (bandwidth, bf16, f16, f32 GB/s):", len(rep.DecodeRounds), 100*rep.DecodeBF16Beside, 100*rep.DecodeF16Beside, 100*rep.DecodeF32Beside)
+	for _, r := range rep.DecodeRounds {
+		fmt.Printf(" (%.1f, %.1f, %.1f, %.1f)", r.Bandwidth, r.BF16, r.F16, r.F32)
+	}
+	fmt.Println()
 
 	if *asJSON {
 		b, _ := json.Marshal(rep)
@@ -253,31 +270,40 @@ func randF32(rng *rand.Rand, n int) []float32 {
 	return x
 }
 
-// bandwidth is the best of five reads of a 512 MiB buffer by threads
-// goroutines (each a dot product of two halves of its share, AVX2), in
-// GB/s.
-func bandwidth(threads int, dur time.Duration) float64 {
-	const bytes = 512 << 20
-	x := make([]float32, bytes/4)
+// reader reads a 512 MiB buffer on threads goroutines (each a dot product
+// of two halves of its share, AVX2) to measure the read bandwidth.
+type reader struct {
+	x       []float32
+	threads int
+}
+
+func newReader(threads int) *reader {
+	x := make([]float32, (512<<20)/4)
 	for i := range x {
 		x[i] = 1
 	}
-	part := len(x) / threads / 2 * 2
+	return &reader{x: x, threads: threads}
+}
+
+// best is the best of at least passes reads, going on until dur has
+// passed (at most 21), in GB/s.
+func (rd *reader) best(passes int, dur time.Duration) float64 {
+	part := len(rd.x) / rd.threads / 2 * 2
 	best := 0.0
 	deadline := time.Now().Add(dur)
-	for r := 0; r < 5 || time.Now().Before(deadline); r++ {
+	for r := 0; r < passes || time.Now().Before(deadline); r++ {
 		start := time.Now()
 		var wg sync.WaitGroup
-		for t := range threads {
+		for t := range rd.threads {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				s := x[t*part : (t+1)*part]
+				s := rd.x[t*part : (t+1)*part]
 				kernels.Sdot(s[:part/2], s[part/2:])
 			}()
 		}
 		wg.Wait()
-		best = max(best, float64(threads*part*4)/time.Since(start).Seconds()/1e9)
+		best = max(best, float64(rd.threads*part*4)/time.Since(start).Seconds()/1e9)
 		if r >= 20 {
 			break
 		}
@@ -285,11 +311,23 @@ func bandwidth(threads int, dur time.Duration) float64 {
 	return best
 }
 
+// decodeRound is one round of decodeStream: the read bandwidth measured
+// just before the round's three products and their rates, in GB/s.
+type decodeRound struct {
+	Bandwidth float64 `json:"bandwidth_gbs"`
+	BF16      float64 `json:"bf16_gbs"`
+	F16       float64 `json:"f16_gbs"`
+	F32       float64 `json:"f32_gbs"`
+}
+
 // decodeStream runs the 1-row product over 40 projections of 3072×1024
 // (240 MiB in bfloat16 or half precision, 480 MiB in float32), one after
-// another as a decode step streams a model's layers; it returns the
-// weight bytes read per second of each.
-func decodeStream(par kernels.Par, dur time.Duration) (bf, f16, f32 float64) {
+// another as a decode step streams a model's layers, in four rounds; it
+// returns the weight bytes read per second of each over all rounds, and
+// each round with the bandwidth rd read just before it (a machine whose
+// memory is shared with other work changes speed within seconds, so a
+// fraction of a bandwidth measured minutes apart says little).
+func decodeStream(par kernels.Par, dur time.Duration, rd *reader) (bf, f16, f32 float64, rounds []decodeRound) {
 	const n, k, mats = 3072, 1024, 40
 	rng := rand.New(rand.NewPCG(2, 2))
 	a := randF32(rng, k)
@@ -307,26 +345,47 @@ func decodeStream(par kernels.Par, dur time.Duration) (bf, f16, f32 float64) {
 	var tb, th, tf time.Duration
 	var nb, nh, nf int
 	for range 4 {
+		rnd := decodeRound{Bandwidth: rd.best(3, 0)}
 		d, r := timeLoop(dur/8, func() {
 			for _, w := range w16 {
 				par.SgemmBF16(true, 1, n, k, 1, a, k, w, k, 0, c, n)
 			}
 		})
 		tb, nb = tb+d, nb+r
+		rnd.BF16 = float64(mats*n*k*2*r) / d.Seconds() / 1e9
 		d, r = timeLoop(dur/8, func() {
 			for _, w := range h16 {
 				par.SgemmF16(true, 1, n, k, 1, a, k, w, k, 0, c, n)
 			}
 		})
 		th, nh = th+d, nh+r
+		rnd.F16 = float64(mats*n*k*2*r) / d.Seconds() / 1e9
 		d, r = timeLoop(dur/8, func() {
 			for _, w := range w32 {
 				par.Sgemm(false, true, 1, n, k, 1, a, k, w, k, 0, c, n)
 			}
 		})
 		tf, nf = tf+d, nf+r
+		rnd.F32 = float64(mats*n*k*4*r) / d.Seconds() / 1e9
+		rounds = append(rounds, rnd)
 	}
-	return float64(mats*n*k*2*nb) / tb.Seconds() / 1e9, float64(mats*n*k*2*nh) / th.Seconds() / 1e9, float64(mats*n*k*4*nf) / tf.Seconds() / 1e9
+	return float64(mats*n*k*2*nb) / tb.Seconds() / 1e9, float64(mats*n*k*2*nh) / th.Seconds() / 1e9, float64(mats*n*k*4*nf) / tf.Seconds() / 1e9, rounds
+}
+
+// medianOf is the median of f over rounds.
+func medianOf(rounds []decodeRound, f func(decodeRound) float64) float64 {
+	v := make([]float64, len(rounds))
+	for i, r := range rounds {
+		v[i] = f(r)
+	}
+	slices.Sort(v)
+	if len(v) == 0 {
+		return 0
+	}
+	if len(v)%2 == 1 {
+		return v[len(v)/2]
+	}
+	return (v[len(v)/2-1] + v[len(v)/2]) / 2
 }
 
 // numpyProc is numpy_ref.py running, answering one measurement per line.
