@@ -11,9 +11,10 @@ package engine
 // own position, a decode row the prompt's keys then its sequence's own;
 // batchattn.go); and every matrix product is issued in blocks of at most
 // batchRows rows. The kernels compute x·Wᵀ for at most 16 rows (24 for
-// AVX2 float32 and every float64 kernel; the AVX-512 float32 kernel's
-// bound, 16, is the smallest; bfloat16 weights take the same bound, and
-// float16 weights compute float32's very products) on
+// AVX2 float32 and every float64 kernel, 96 for AVX-512 float32 and
+// bfloat16 or float16 weights without AMX, which compute float32's very
+// products; 16, the smallest, for AMX and for activations rounded to
+// bfloat16) on
 // their dot-product route, where each output element is the dot product of
 // one row of x with one row of W summed in a lane order fixed by the inner
 // dimension alone; the portable kernels have no such route and compute

@@ -86,15 +86,16 @@ var widenRow func(dst []float32, src []BF16)
 //     does.
 //   - avx512 (AVX-512 with AVX512BW and AVX512VL, the default where the
 //     CPU has them but no AMX, or TANDEM_KERNELS=avx512): the products
-//     Sgemm's AVX-512 dot route takes (at most 16 rows, transB: the
-//     sampling step, bound by streaming B) run on that route's kernels'
+//     Sgemm's AVX-512 dot route takes (at most 96 rows, transB: the
+//     sampling step, bound by streaming B, and prompts) run on that route's kernels'
 //     bfloat16 twins, which read B in place at half its float32 bytes and
 //     widen each element as they load it (exact: a bfloat16 is the upper
 //     half of its float32); the others run as widen does. Every result is
 //     Sgemm's on B widened, bit for bit, and on the dot route an element's
 //     value depends on its row of A and its column of op(B) only, never on
 //     the other rows: a row computed alone equals the same row among up to
-//     16 (continuous batching relies on it). VDPBF16PS is not used: exact
+//     96 (24 when n <= 16, which widens and takes Sgemm's AVX2 routes;
+//     continuous batching relies on it, with blocks of 16). VDPBF16PS is not used: exact
 //     products need A split in two bfloat16 parts, two instructions per
 //     pair of depth steps, and on Intel's cores it runs at a quarter of
 //     VFMADD231PS's instruction rate, half its multiply-adds (measured on
@@ -232,8 +233,9 @@ func splitBF16(x float32) (hi, lo BF16) {
 	return hi, ToBF16(x - hi.Float32())
 }
 
-// bf16DotRows is the most rows of A the dot route takes, as Sgemm's
-// AVX-512 float32 dot route.
+// bf16DotRows is the most rows of A the AMX and A-rounded dot routes take
+// (an AMX tile holds 16 rows); the bfloat16 twins of Sgemm's dot kernels
+// take as many as Sgemm's AVX-512 dot route (avx512DotRows).
 const bf16DotRows = 16
 
 var bf16Pool = sync.Pool{New: func() any { return new([]BF16) }}

@@ -42,7 +42,7 @@
 // transposed A is packed into panels of mr rows, since walking its columns
 // at stride lda would thrash a few L1 sets. Three shapes take other routes:
 //
-//   - A·Bᵀ with at most 24 rows (AVX-512 float32: 16), as in the sampling
+//   - A·Bᵀ with at most 24 rows (AVX-512 float32: 96), as in the sampling
 //     step, runs as tiles of dot products over the contiguous rows of A and
 //     B, with no packing;
 //   - a transposed A with n <= 16 (float64: 8) and m >= 4n is computed as

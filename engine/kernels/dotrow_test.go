@@ -7,8 +7,8 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestSgemmDotRowInvariant: on the sampling step's route (A·Bᵀ, at most
-// the dot route's rows), a row computed alone — by the 1-row kernel where
+// TestSgemmDotRowInvariant: on the sampling step's route (A·Bᵀ, 13 rows
+// and the most the dot route takes), a row computed alone — by the 1-row kernel where
 // the implementation has one — equals the same row computed among others
 // in 4×4 tiles, bit for bit, for depths around the 16-lane groups, column
 // counts around the 8-wide row tile, and beta ≠ 0. Continuous batching
@@ -22,18 +22,23 @@ func TestSgemmDotRowInvariant(t *testing.T) {
 		}
 		for _, k := range []int{1, 15, 16, 17, 100, 1024} {
 			for _, n := range []int{1, 7, 8, 9, 33, 300} {
-				m := min(13, im.dot.maxRows)
-				o := newOperands[float32](rng, shape{tB: true, m: m, n: n, k: k, padA: 1, padB: 2, padC: 0})
-				c := make([]float32, m*n)
-				for i := range c {
-					c[i] = float32(rng.NormFloat64())
+				most := im.dot.maxRows
+				if im.narrow != nil && n <= im.narrowMaxN && im.narrow.dot != nil {
+					most = min(most, im.narrow.dot.maxRows) // its products take the narrow tile's routes
 				}
-				all := append([]float32(nil), c...)
-				gemm(im, Par{Threads: 2}, false, true, m, n, k, 0.5, o.a, o.lda, o.b, o.ldb, 0.75, all, n)
-				for i := range m {
-					one := append([]float32(nil), c[i*n:(i+1)*n]...)
-					gemm(im, Par{}, false, true, 1, n, k, 0.5, o.a[i*o.lda:], o.lda, o.b, o.ldb, 0.75, one, n)
-					require.Equal(t, all[i*n:(i+1)*n], one, "%s k=%d n=%d: row %d alone differs from row %d among %d", im.name, k, n, i, i, m)
+				for _, m := range []int{min(13, most), most} {
+					o := newOperands[float32](rng, shape{tB: true, m: m, n: n, k: k, padA: 1, padB: 2, padC: 0})
+					c := make([]float32, m*n)
+					for i := range c {
+						c[i] = float32(rng.NormFloat64())
+					}
+					all := append([]float32(nil), c...)
+					gemm(im, Par{Threads: 2}, false, true, m, n, k, 0.5, o.a, o.lda, o.b, o.ldb, 0.75, all, n)
+					for i := range m {
+						one := append([]float32(nil), c[i*n:(i+1)*n]...)
+						gemm(im, Par{}, false, true, 1, n, k, 0.5, o.a[i*o.lda:], o.lda, o.b, o.ldb, 0.75, one, n)
+						require.Equal(t, all[i*n:(i+1)*n], one, "%s k=%d n=%d: row %d alone differs from row %d among %d", im.name, k, n, i, i, m)
+					}
 				}
 			}
 		}

@@ -139,7 +139,7 @@ func checkSgemmOnWidened[W F16 | BF16](t *testing.T, round func(float32) W, wide
 	}
 	var shapes []shape
 	for _, transB := range []bool{true, false} {
-		for _, m := range []int{1, 3, 16, 17, 40} {
+		for _, m := range []int{1, 3, 16, 17, 40, 96, 97} {
 			for _, n := range []int{1, 9, 16, 17, 70, 100, 272, 300, 530} {
 				for _, k := range []int{1, 37, 50, 260} {
 					if m*n*k > 2_000_000 || !widened(transB, m, k) {
