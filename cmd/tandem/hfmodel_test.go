@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -85,14 +84,13 @@ func TestTrainHFModel(t *testing.T) {
 	out, _, err := runCLI("train", "-model", dir, "-dir", runs, "-steps", "2", "-groups", "2", "-group-size", "2",
 		"-max-tokens", "6", "-eval-problems", "2", "-max-staleness", "0", "-quiet")
 	require.NoError(t, err)
-	lines := strings.Split(strings.TrimSpace(out), "\n")
 	var sum struct {
 		Steps          int     `json:"steps"`
 		MeanLogprobGap float64 `json:"mean_logprob_gap"`
 		Checkpoint     string  `json:"checkpoint"`
 		Dir            string  `json:"dir"`
 	}
-	require.NoError(t, json.Unmarshal([]byte(lines[len(lines)-1]), &sum))
+	decodeSummary(t, out, &sum)
 	assert.Equal(t, 2, sum.Steps)
 	assert.Less(t, sum.MeanLogprobGap, 1e-4, "synchronous: the sampler's log-probs are the trainer's")
 	store := filepath.Join(sum.Dir, "checkpoints")
@@ -125,12 +123,11 @@ func TestTrainHFModelBF16Activations(t *testing.T) {
 	out, _, err := runCLI("train", "-model", dir, "-activations", "bfloat16", "-dir", runs, "-steps", "2", "-groups", "2", "-group-size", "2",
 		"-max-tokens", "6", "-eval-problems", "2", "-max-staleness", "0", "-quiet")
 	require.NoError(t, err)
-	lines := strings.Split(strings.TrimSpace(out), "\n")
 	var sum struct {
 		Steps          int     `json:"steps"`
 		MeanLogprobGap float64 `json:"mean_logprob_gap"`
 	}
-	require.NoError(t, json.Unmarshal([]byte(lines[len(lines)-1]), &sum))
+	decodeSummary(t, out, &sum)
 	assert.Equal(t, 2, sum.Steps)
 	// Sampler and trainer compute the activations in different orders;
 	// rounded to bfloat16, an f32 difference in the last bit can move one

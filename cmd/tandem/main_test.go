@@ -30,14 +30,21 @@ func runCLI(args ...string) (string, string, error) {
 	return out.String(), errb.String(), err
 }
 
+// decodeSummary decodes the last line of a command's output (train's JSON
+// summary) into v.
+func decodeSummary(t *testing.T, out string, v any) {
+	t.Helper()
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	require.NoError(t, json.Unmarshal([]byte(lines[len(lines)-1]), v), "the last line of the output is the JSON summary")
+}
+
 func TestTrainPrintsSummaryLastThenSampleAndListWork(t *testing.T) {
 	base, dir := tinyBase(t), t.TempDir()
 	out, _, err := runCLI("train", "-base", base, "-dir", dir, "-steps", "2", "-groups", "2", "-group-size", "2",
 		"-max-tokens", "4", "-eval-problems", "3", "-eval-every", "1", "-quiet")
 	require.NoError(t, err)
-	lines := strings.Split(strings.TrimSpace(out), "\n")
 	var sum map[string]any
-	require.NoError(t, json.Unmarshal([]byte(lines[len(lines)-1]), &sum))
+	decodeSummary(t, out, &sum)
 	for _, k := range []string{"base_accuracy", "final_accuracy", "wall_seconds", "steps", "max_staleness_seen", "accuracy_measure"} {
 		assert.Contains(t, sum, k)
 	}

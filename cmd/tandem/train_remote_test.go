@@ -1,8 +1,6 @@
 package main
 
 import (
-	"encoding/json"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -21,7 +19,6 @@ func TestTrainWithRemoteSampler(t *testing.T) {
 	out, _, err := runCLI("train", "-sampler-url", url, "-dir", t.TempDir(), "-steps", "3", "-groups", "2", "-group-size", "4",
 		"-max-tokens", "6", "-eval-problems", "3", "-max-staleness", "0", "-quiet")
 	require.NoError(t, err)
-	lines := strings.Split(strings.TrimSpace(out), "\n")
 	var sum struct {
 		Steps          int     `json:"steps"`
 		Samples        int     `json:"samples"`
@@ -30,7 +27,7 @@ func TestTrainWithRemoteSampler(t *testing.T) {
 			Totals map[string]int `json:"totals"`
 		} `json:"ledger"`
 	}
-	require.NoError(t, json.Unmarshal([]byte(lines[len(lines)-1]), &sum))
+	decodeSummary(t, out, &sum)
 	assert.Equal(t, 3, sum.Steps)
 	assert.Equal(t, 3*2*4, sum.Samples)
 	assert.Less(t, sum.MeanLogprobGap, 1e-4, "the server samples the version the trainer published")

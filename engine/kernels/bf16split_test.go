@@ -8,6 +8,24 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// bitPatterns returns n float32s of random bits, led, when n > 100, by
+// the special values: zeros of both signs, infinities, NaNs of both signs
+// (quiet and signalling), denormals, ties to even both ways, the largest
+// finite values (which round to infinity) and 1's predecessor.
+func bitPatterns(rng *rand.Rand, n int) []float32 {
+	special := []uint32{0, 0x80000000, 0x7f800000, 0xff800000, 0x7fc00001, 0xffa00000, 0x7f800001, 0x00000001, 0x807fffff,
+		0x3f808000, 0x3f818000, 0x3f808001, 0x7f7fffff, 0xff7fffff, 0x3f7fffff}
+	x := make([]float32, n)
+	for i := range x {
+		if i < len(special) && n > 100 {
+			x[i] = math.Float32frombits(special[i])
+		} else {
+			x[i] = math.Float32frombits(rng.Uint32())
+		}
+	}
+	return x
+}
+
 // TestSplitRowMatchesSplitBF16: the vector split equals splitBF16 bit for
 // bit over random bit patterns (NaNs, infinities, denormals, zeros of both
 // signs, ties) and over lengths around its 16-element groups.
@@ -17,17 +35,8 @@ func TestSplitRowMatchesSplitBF16(t *testing.T) {
 		t.Skip("no AVX-512 split on this CPU or build")
 	}
 	rng := rand.New(rand.NewPCG(13, 14))
-	special := []uint32{0, 0x80000000, 0x7f800000, 0xff800000, 0x7fc00001, 0xffa00000, 0x00000001, 0x807fffff,
-		0x3f808000, 0x3f818000, 0x7f7fffff, 0x3f7fffff}
 	for _, n := range []int{1, 15, 16, 17, 33, 1000, 4096} {
-		x := make([]float32, n)
-		for i := range x {
-			if i < len(special) && n > 100 {
-				x[i] = math.Float32frombits(special[i])
-			} else {
-				x[i] = math.Float32frombits(rng.Uint32())
-			}
-		}
+		x := bitPatterns(rng, n)
 		hi, lo := make([]BF16, n), make([]BF16, n)
 		splitRow(hi, lo, x)
 		for i, v := range x {
@@ -49,17 +58,8 @@ func TestRoundRowMatchesToBF16(t *testing.T) {
 		t.Skip("no AVX-512 rounding on this CPU or build")
 	}
 	rng := rand.New(rand.NewPCG(17, 18))
-	special := []uint32{0, 0x80000000, 0x7f800000, 0xff800000, 0x7fc00001, 0xffa00000, 0x7f800001, 0x00000001, 0x807fffff,
-		0x3f808000, 0x3f818000, 0x3f808001, 0x7f7fffff, 0xff7fffff, 0x3f7fffff}
 	for _, n := range []int{0, 1, 15, 16, 17, 31, 33, 1000, 4096} {
-		x := make([]float32, n)
-		for i := range x {
-			if i < len(special) && n > 100 {
-				x[i] = math.Float32frombits(special[i])
-			} else {
-				x[i] = math.Float32frombits(rng.Uint32())
-			}
-		}
+		x := bitPatterns(rng, n)
 		dst := make([]BF16, n+1)
 		dst[n] = 42
 		roundRow(dst[:n], x)
