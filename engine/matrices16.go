@@ -52,9 +52,11 @@ type Matrices16[W Float16] struct {
 	// kernels.Par.SgemmBF16RoundA, with float32 sums; the LoRA factors,
 	// norms, attention and softmax stay in float32. Where the CPU has
 	// AVX512_BF16 without AMX (AMD's Zen 4 and Zen 5) that is the fastest
-	// path, on Zen 5 1.6-2 times the exact one on training products; on
-	// other CPUs it is slower or computes the exact result (see
-	// SgemmBF16RoundA). A float64 model ignores it.
+	// path, on Zen 5 1.8-2.5 times the exact one on training products; on
+	// Intel's cores without AMX it is slower than the exact one, and with
+	// AMX, or without AVX512_BF16, the products compute the exact result
+	// and round nothing (kernels.BF16RoundsA reports which). A float64
+	// model ignores it.
 	RoundActivations bool
 }
 

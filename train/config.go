@@ -65,10 +65,11 @@ type Config struct {
 	// each activation rounded to one bfloat16, products summed in float32,
 	// as mixed-precision training does (engine.Matrices16.RoundActivations).
 	// It is the fastest path where the CPU has AVX512_BF16 but no AMX
-	// (AMD's Zen 4 and Zen 5). It moves log-probs by a few 1e-3; trainer
-	// and in-process samplers share it, and theirs differ by about 1e-3 a
-	// token (float32: 1e-6), since a last-bit difference between their
-	// float32 activations can round to different bfloat16s.
+	// (AMD's Zen 4 and Zen 5); with AMX, or without AVX512_BF16, nothing is
+	// rounded and the products are the exact ones. It moves log-probs by a
+	// few 1e-3; trainer and in-process samplers share it, and theirs differ
+	// by about 1e-3 a token (float32: 1e-6), since a last-bit difference
+	// between their float32 activations can round to different bfloat16s.
 	Activations string `json:"activations,omitempty"`
 	// SamplerURLs, when set, sample through OpenAI-compatible servers
 	// (tandem serve's /v1 surface, vLLM, SGLang; package backend/openai),

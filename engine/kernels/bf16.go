@@ -125,13 +125,14 @@ func (p Par) SgemmBF16(transB bool, m, n, k int, alpha float32, a []float32, lda
 
 // SgemmBF16RoundA is SgemmBF16 with each element of A rounded to one
 // bfloat16 (a relative error up to 2⁻⁹): where the CPU has AVX512_BF16
-// every product runs VDPBF16PS as SgemmBF16's documentation says;
-// elsewhere it computes SgemmBF16's result and does not round A. On AMD's
-// Zen 5 that is 1.6-2.0 times SgemmBF16's and Sgemm's speed on products of
-// 512 rows (bench/kernels; VDPBF16PS does 1.85 times VFMADD231PS's
-// multiply-adds there); on Intel's cores without AMX it is slower than
-// SgemmBF16 (half VFMADD231PS's multiply-adds), and with AMX SgemmBF16
-// runs on the tile unit.
+// but no AMX every product runs VDPBF16PS as SgemmBF16's documentation
+// says ([BF16RoundsA] reports it); elsewhere it computes SgemmBF16's
+// result and does not round A (with AMX, SgemmBF16's tile unit is several
+// times faster than VDPBF16PS). On AMD's Zen 5 that is 1.8-2.5 times
+// SgemmBF16's and Sgemm's speed on products of 64 to 512 rows
+// (bench/kernels; VDPBF16PS does 1.85 times VFMADD231PS's multiply-adds
+// there); on Intel's cores without AMX it is slower than SgemmBF16 (half
+// VFMADD231PS's multiply-adds).
 func (p Par) SgemmBF16RoundA(transB bool, m, n, k int, alpha float32, a []float32, lda int, b []BF16, ldb int, beta float32, c []float32, ldc int) {
 	checkGemm("SgemmBF16RoundA", false, transB, m, n, k, lda, ldb, ldc, len(a), len(b), len(c))
 	sgemmBF16(p, true, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
@@ -146,13 +147,15 @@ func sgemmBF16(p Par, roundA, transB bool, m, n, k int, alpha float32, a []float
 		return
 	}
 	dot := transB && m <= bf16DotRows // the sampling step's products
+	if roundA && BF16RoundsA() {
+		if dot {
+			bf16DotGemm(p, bf16Round, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+		} else {
+			bf16PackedGemm(p, bf16Round, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+		}
+		return
+	}
 	switch {
-	case roundA && bf16Round != nil && dot:
-		bf16DotGemm(p, bf16Round, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
-	case roundA && bf16Round != nil:
-		bf16PackedGemm(p, bf16Round, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
-	case roundA:
-		widenGemm(p, WidenBF16, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 	case amx != nil && dot && k%amxKS == 0:
 		amxDotGemm(p, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 	case amx != nil && !dot:
@@ -180,9 +183,9 @@ func BF16Implementation() string {
 }
 
 // BF16RoundsA reports whether SgemmBF16RoundA rounds A on this machine
-// (AVX512_BF16, and TANDEM_KERNELS allowing it); where it does not, it
-// computes SgemmBF16's result.
-func BF16RoundsA() bool { return bf16Round != nil }
+// (AVX512_BF16 without AMX, and TANDEM_KERNELS allowing it); where it does
+// not, it computes SgemmBF16's result.
+func BF16RoundsA() bool { return bf16Round != nil && amx == nil }
 
 // bf16Kernels are SgemmBF16RoundA's VDPBF16PS kernels, over A rounded to
 // bfloat16.

@@ -183,7 +183,7 @@ func TestBF16DotRouteIsVDPBF16PS(t *testing.T) {
 			n := 1 + rng.IntN(13)
 			a, lda, b, ldb := bf16Operands(rng, true, m, n, k, 3)
 			c := make([]float32, m*n)
-			Par{}.SgemmBF16RoundA(true, m, n, k, 1.5, a, lda, b, ldb, 0, c, n)
+			bf16DotGemm(Par{}, bf16Round, m, n, k, 1.5, a, lda, b, ldb, 0, c, n) // also where SgemmBF16RoundA runs AMX
 			for i := range m {
 				ar := rounded(a[i*lda:][:k])
 				for j := range n {
@@ -222,7 +222,7 @@ func TestSgemmBF16AgainstReference(t *testing.T) {
 						c[i] = float32(math.NaN())
 					}
 				}
-				roundA := mode.roundA && bf16Round != nil
+				roundA := mode.roundA && BF16RoundsA()
 				want, abs := refSgemmBF16(s.transB, roundA, s.m, s.n, s.k, alpha, a, lda, b, ldb, beta, c, ldc)
 				mode.gemm(Par{Threads: 2}, s.transB, s.m, s.n, s.k, alpha, a, lda, b, ldb, beta, c, ldc)
 				for i := range s.m {
@@ -332,7 +332,7 @@ func TestBF16PackedRouteIsVDPBF16PS(t *testing.T) {
 	}{{true, 17, 33, 1}, {true, 24, 64, 256}, {true, 30, 70, 257}, {true, 19, 31, 600}, {false, 12, 32, 2}, {false, 5, 40, 513}, {false, 40, 65, 255}, {false, 14, 33, 1201}} {
 		a, lda, b, ldb := bf16Operands(rng, s.transB, s.m, s.n, s.k, 1)
 		c := make([]float32, s.m*s.n)
-		Par{Threads: 2}.SgemmBF16RoundA(s.transB, s.m, s.n, s.k, 0.75, a, lda, b, ldb, 0, c, s.n)
+		bf16PackedGemm(Par{Threads: 2}, bf16Round, s.transB, s.m, s.n, s.k, 0.75, a, lda, b, ldb, 0, c, s.n) // also where SgemmBF16RoundA runs AMX
 		for i := range s.m {
 			for j := range s.n {
 				want := emulatePacked(s.transB, i, j, s.k, 0.75, a, lda, b, ldb)
