@@ -73,39 +73,40 @@ var widenRow func(dst []float32, src []BF16)
 //     Linux 5.16 or later): each element of A is split into two bfloat16
 //     parts, hi (A rounded to nearest, ties to even) and lo (A − hi,
 //     rounded), which hold it to 16 significant bits (a relative error
-//     below 2⁻¹⁷), and the tile unit multiplies them with B, each step of 32 depth elements
-//     adding hi·B, then lo·B, to float32 sums, an element's sum over the
-//     whole depth in one chain. Products of at most 16 rows with transB
-//     and a depth that is a multiple of 32 (the sampling step) read B in
-//     place, 32 rows at a time, as the tile unit's left operand, and are
-//     row-invariant as avx512's dot route below; the others pack B in panels of
-//     32 columns and run 32×32 blocks of C at several times Sgemm's rate.
+//     below 2⁻¹⁷), and the tile unit multiplies them with B, each step of
+//     32 depth elements adding hi·B, then lo·B, to float32 sums, an
+//     element's sum over the whole depth in one chain. Products of at most
+//     16 rows with transB and a depth that is a multiple of 32 (the
+//     sampling step) read B in place, 32 rows at a time, as the tile
+//     unit's left operand, and are row-invariant as avx512's dot route
+//     below; the others pack B in panels of 32 columns and run 32×32
+//     blocks of C at several times Sgemm's rate.
 //     The tile unit's rounding within a step is its own (the products are
 //     exact; the order of the sums within a step is not documented), so
 //     tests hold it to float64 arithmetic. Other products run as avx512
 //     does.
 //   - avx512 (AVX-512 with AVX512BW and AVX512VL, the default where the
 //     CPU has them but no AMX, or TANDEM_KERNELS=avx512): the products
-//     Sgemm's AVX-512 dot route takes (at most 96 rows, transB: the
-//     sampling step, bound by streaming B, and prompts) run on that route's kernels'
-//     bfloat16 twins, which read B in place at half its float32 bytes and
-//     widen each element as they load it (exact: a bfloat16 is the upper
-//     half of its float32); the others run as widen does. Every result is
-//     Sgemm's on B widened, bit for bit, and on the dot route an element's
-//     value depends on its row of A and its column of op(B) only, never on
-//     the other rows: a row computed alone equals the same row among up to
-//     96 (24 when n <= 16, which widens and takes Sgemm's AVX2 routes;
-//     continuous batching relies on it, with blocks of 16). VDPBF16PS is not used: exact
-//     products need A split in two bfloat16 parts, two instructions per
-//     pair of depth steps, and on Intel's cores it runs at a quarter of
-//     VFMADD231PS's instruction rate, half its multiply-adds (measured on
-//     an Emerald Rapids Xeon, twelve independent sums each), so the twins
-//     are faster (16×3072×1024: 1.7×) and exact per product; on AMD's Zen
-//     5 it runs at 0.93 of VFMADD231PS's rate, 1.85 times its
-//     multiply-adds, which pays only with A rounded.
-//     [Par.SgemmBF16RoundA] rounds A instead and
-//     runs VDPBF16PS on every product where the CPU has AVX512_BF16: the
-//     sampling step's as 4×4 tiles of dot products over the rows of A and
+//     Sgemm's AVX-512 dot route takes (transB, at most 96 rows: the
+//     sampling step, bound by streaming B, and short prompts) run on that
+//     route's kernels' bfloat16 twins, which read B in place at half its
+//     float32 bytes and widen each element as they load it (exact: a
+//     bfloat16 is the upper half of its float32); the others run as widen
+//     does. Every result is Sgemm's on B widened, bit for bit, and on the
+//     dot route an element's value depends on its row of A and its column
+//     of op(B) only, never on the other rows: a row computed alone equals
+//     the same row among up to 96 (24 when n <= 16, which widens and takes
+//     Sgemm's AVX2 routes; continuous batching relies on it, with blocks
+//     of 16). VDPBF16PS is not used: exact products need A split in two
+//     bfloat16 parts, two instructions per pair of depth steps, and on
+//     Intel's cores it runs at a quarter of VFMADD231PS's instruction
+//     rate, half its multiply-adds (measured on an Emerald Rapids Xeon,
+//     twelve independent sums each), so the twins are faster
+//     (16×3072×1024: 1.7×) and exact per product; on AMD's Zen 5 it runs
+//     at 0.93 of VFMADD231PS's rate, 1.85 times its multiply-adds, which
+//     pays only with A rounded. [Par.SgemmBF16RoundA] rounds A instead and
+//     runs VDPBF16PS on every product where the CPU has AVX512_BF16 and no
+//     AMX: the sampling step's (at most 16 rows) as 4×4 tiles of dot products over the rows of A and
 //     B (one row: 1×8), each element summing in 16 lanes, lane l over the
 //     pairs (32g+2l, 32g+2l+1) in order of g, then in a fixed tree; the
 //     others on packed copies in 12×32 tiles, each element summing its
