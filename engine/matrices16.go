@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -55,8 +54,8 @@ type Matrices16[W Float16] struct {
 	// path, on Zen 5 1.8-2.5 times the exact one on training products; on
 	// Intel's cores without AMX it is slower than the exact one, and with
 	// AMX, or without AVX512_BF16, the products compute the exact result
-	// and round nothing (kernels.BF16RoundsA reports which). A float64
-	// model ignores it.
+	// and round nothing (kernels.BF16RoundsA reports which). Float16
+	// matrices and a float64 model ignore it.
 	RoundActivations bool
 }
 
@@ -171,9 +170,6 @@ func (s *Matrices16[W]) tensors(c Config) []Tensor16[W] {
 // Check16 reports a matrix in W that is unset or of the wrong length (nil
 // when m does not keep its matrices in W).
 func Check16[W Float16, T Float](m *Model[T]) error {
-	if m.F16 != nil && m.F16.RoundActivations {
-		return errors.New("engine: Matrices16.RoundActivations is for bfloat16 matrices; these are float16")
-	}
 	for _, t := range Tensors16[W](m) {
 		want := 1
 		for _, d := range t.Shape {

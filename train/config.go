@@ -232,8 +232,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("weights %q needs model (a Hugging Face folder)", c.Weights)
 	case c.Activations != "" && c.Activations != ActivationsFloat32 && c.Activations != ActivationsBFloat16:
 		return fmt.Errorf("activations %q unknown; allowed: %s (default), %s", c.Activations, ActivationsFloat32, ActivationsBFloat16)
-	case c.Activations == ActivationsBFloat16 && (c.Model == "" || c.Weights == WeightsFloat32):
-		return fmt.Errorf("activations %q needs model (a Hugging Face folder) with its weights stored, not %q", c.Activations, WeightsFloat32)
+	case c.Activations == ActivationsBFloat16 && c.Model == "":
+		return fmt.Errorf("activations %q needs model (a Hugging Face folder with BF16 weights)", c.Activations)
+	case c.Activations == ActivationsBFloat16 && c.Weights == WeightsFloat32:
+		return fmt.Errorf("activations %q needs the weights stored, not %q", c.Activations, WeightsFloat32)
 	}
 	if p := c.RewardPlugin; p != nil {
 		if (len(p.Command) == 0) == (p.URL == "") {

@@ -342,34 +342,42 @@ func decodeStream(par kernels.Par, dur time.Duration, rd *reader) (bf, f16, f32 
 		kernels.RoundF16(h16[i], w32[i])
 	}
 	c := make([]float32, n)
-	var tb, th, tf time.Duration
-	var nb, nh, nf int
-	for range 4 {
-		rnd := decodeRound{Bandwidth: rd.best(3, 0)}
-		d, r := timeLoop(dur/8, func() {
+	// The three products, each with the bytes of weights it reads.
+	products := []struct {
+		bytes int
+		run   func()
+	}{
+		{mats * n * k * 2, func() {
 			for _, w := range w16 {
 				par.SgemmBF16(true, 1, n, k, 1, a, k, w, k, 0, c, n)
 			}
-		})
-		tb, nb = tb+d, nb+r
-		rnd.BF16 = float64(mats*n*k*2*r) / d.Seconds() / 1e9
-		d, r = timeLoop(dur/8, func() {
+		}},
+		{mats * n * k * 2, func() {
 			for _, w := range h16 {
 				par.SgemmF16(true, 1, n, k, 1, a, k, w, k, 0, c, n)
 			}
-		})
-		th, nh = th+d, nh+r
-		rnd.F16 = float64(mats*n*k*2*r) / d.Seconds() / 1e9
-		d, r = timeLoop(dur/8, func() {
+		}},
+		{mats * n * k * 4, func() {
 			for _, w := range w32 {
 				par.Sgemm(false, true, 1, n, k, 1, a, k, w, k, 0, c, n)
 			}
-		})
-		tf, nf = tf+d, nf+r
-		rnd.F32 = float64(mats*n*k*4*r) / d.Seconds() / 1e9
+		}},
+	}
+	var total [3]time.Duration
+	var calls [3]int
+	for range 4 {
+		rnd := decodeRound{Bandwidth: rd.best(3, 0)}
+		var rate [3]float64
+		for i, p := range products {
+			d, r := timeLoop(dur/8, p.run)
+			total[i], calls[i] = total[i]+d, calls[i]+r
+			rate[i] = float64(p.bytes*r) / d.Seconds() / 1e9
+		}
+		rnd.BF16, rnd.F16, rnd.F32 = rate[0], rate[1], rate[2]
 		rounds = append(rounds, rnd)
 	}
-	return float64(mats*n*k*2*nb) / tb.Seconds() / 1e9, float64(mats*n*k*2*nh) / th.Seconds() / 1e9, float64(mats*n*k*4*nf) / tf.Seconds() / 1e9, rounds
+	gbs := func(i int) float64 { return float64(products[i].bytes*calls[i]) / total[i].Seconds() / 1e9 }
+	return gbs(0), gbs(1), gbs(2), rounds
 }
 
 // medianOf is the median of f over rounds.

@@ -147,7 +147,9 @@ func TestTrainHFModelBF16Activations(t *testing.T) {
 	_, _, err = runCLI("train", "-model", f32, "-activations", "bfloat16", "-dir", runs, "-steps", "1", "-quiet")
 	require.ErrorContains(t, err, "all stored in BF16")
 	_, _, err = runCLI("train", "-model", dir, "-activations", "bfloat16", "-weights", "float32", "-dir", runs, "-quiet")
-	require.ErrorContains(t, err, "with its weights stored")
+	require.ErrorContains(t, err, "needs the weights stored")
+	_, _, err = runCLI("train", "-activations", "bfloat16", "-dir", runs, "-quiet")
+	require.ErrorContains(t, err, "needs model")
 	_, _, err = runCLI("train", "-model", dir, "-activations", "f8", "-dir", runs, "-quiet")
 	require.ErrorContains(t, err, `activations "f8" unknown`)
 }
