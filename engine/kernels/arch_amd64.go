@@ -34,6 +34,9 @@ func sdotKernel3x4(k int, a *float32, lda int, b *float32, ldb int, c *float32, 
 func ddotKernel3x4(k int, a *float64, lda int, b *float64, ldb int, c *float64, ldc int, alpha float64, beta float64)
 
 //go:noescape
+func sdotKernel1x8AVX2(k int, a *float32, b *float32, ldb int, c *float32, alpha float32, beta float32)
+
+//go:noescape
 func sdotKernel4x4AVX512(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, alpha float32, beta float32)
 
 //go:noescape
@@ -124,6 +127,15 @@ func avx2DdotTile(k int, a []float64, lda int, b []float64, ldb int, c []float64
 	ddotKernel3x4(k, &a[0], lda, &b[0], ldb, &c[0], ldc, alpha, beta)
 }
 
+// avx2SdotRow is the dotRowKernel for one row of A against 8 rows of B,
+// each element as avx2SdotTile computes it.
+func avx2SdotRow(k int, a, b []float32, ldb int, c []float32, alpha, beta float32) {
+	_ = a[k-1]
+	_ = b[7*ldb+k-1]
+	_ = c[7]
+	sdotKernel1x8AVX2(k, &a[0], &b[0], ldb, &c[0], alpha, beta)
+}
+
 // avx512SdotTile is the dotKernel for 4 rows of A against 4 rows of B.
 func avx512SdotTile(k int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int, alpha, beta float32) {
 	_ = a[3*lda+k-1]
@@ -175,7 +187,7 @@ var (
 		name: "avx2-6x16", mr: 6, nr: 16, kernel: avx2Sgemm,
 		kc: 256, mc: 96, chunk: 16,
 		packBMinRows: 24, packAMinPanels: never, packATransMinPanels: 1,
-		dot:      &dotImpl[float32]{mr: 3, nr: 4, kernel: avx2SdotTile, maxRows: 24, chunk: 16},
+		dot:      &dotImpl[float32]{mr: 3, nr: 4, kernel: avx2SdotTile, row: avx2SdotRow, maxRows: 24, chunk: 16},
 		swapMaxN: 16,
 		pool:     new(sync.Pool),
 	}

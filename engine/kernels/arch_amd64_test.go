@@ -29,23 +29,28 @@ func TestImplementationSelection(t *testing.T) {
 	t.Logf("kernels in use: %s (AVX2+FMA %t, AVX-512F %t)", Implementation(), hasAVX2, hasAVX512)
 
 	// SgemmF16's sampling step reads half-precision weights in place where
-	// the AVX-512 float32 kernels run and the CPU converts halves (F16C)
-	// and masks 16-bit loads (AVX512BW, AVX512VL).
-	wantF16 := "widen"
-	if want == avx512SgemmImpl.name && cpu.X86.HasF16C && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VL {
-		wantF16 = "avx512"
+	// the CPU converts halves (F16C): by the AVX2 kernels' twins, or the
+	// AVX-512 kernels' where those run and the CPU masks 16-bit loads
+	// (AVX512BW, AVX512VL).
+	wide := "widen"
+	switch {
+	case want == avx512SgemmImpl.name && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VL:
+		wide = "avx512"
+	case want == avx2SgemmImpl.name:
+		wide = "avx2"
+	}
+	wantF16 := wide
+	if !cpu.X86.HasF16C {
+		wantF16 = "widen"
 	}
 	assert.Equal(t, wantF16, F16Implementation())
 
 	// SgemmBF16 runs on AMX where the tile unit is there and permitted,
-	// else its sampling step reads bfloat16 weights in place where the
-	// AVX-512 float32 kernels run and the CPU masks 16-bit loads.
-	wantBF16 := "widen"
-	switch {
-	case amx != nil:
+	// else its sampling step reads bfloat16 weights in place as
+	// SgemmF16's does (widening a bfloat16 needs no F16C).
+	wantBF16 := wide
+	if amx != nil {
 		wantBF16 = "amx"
-	case want == avx512SgemmImpl.name && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VL:
-		wantBF16 = "avx512"
 	}
 	assert.Equal(t, wantBF16, BF16Implementation())
 }

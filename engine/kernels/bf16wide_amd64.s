@@ -10,3 +10,9 @@
 #define WDOT4X4 ·bwdotKernel4x4AVX512
 #define WDOT1X8 ·bwdotKernel1x8AVX512
 #include "widedot_amd64.h"
+
+// The AVX2 twins of sdotKernel3x4 and sdotKernel1x8AVX2.
+#define WIDEN8(src, dst) VPMOVZXWD src, dst; VPSLLD $16, dst, dst
+#define W2DOT3X4 ·bwdotKernel3x4AVX2
+#define W2DOT1X8 ·bwdotKernel1x8AVX2
+#include "widedot2_amd64.h"

@@ -25,7 +25,8 @@
 //     12×32 tile of C in 24 ZMM registers, and a 4×4 float32 dot-product tile
 //     (float64 uses the AVX2 one);
 //   - avx2-6x16 (float64: avx2-6x8): AVX2+FMA micro-kernels holding a 6×16
-//     tile in 12 YMM registers, and a 3×4 dot-product tile;
+//     tile in 12 YMM registers, and a 3×4 dot-product tile (float32: and
+//     one row against eight, for a single row);
 //   - go4x4: a portable Go micro-kernel (other architectures, the purego
 //     build tag, or TANDEM_KERNELS=purego in the environment).
 //

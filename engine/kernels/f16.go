@@ -111,9 +111,14 @@ var widenF16Row func(dst []float32, src []F16)
 // Par.Threads value: B is widened (F16C's VCVTPH2PS where the CPU has it)
 // a block of op(B)'s columns at a time into scratch, and each block runs
 // through Sgemm's kernels with the tile grid and route of the whole
-// product. The weights are read from memory once, at 2 bytes each: the
-// sampling step's products, bound by memory, take about half the time of
-// float32 weights; larger ones run at Sgemm's rate.
+// product. The products Sgemm sends to its dot route (A·Bᵀ with at most
+// 24 rows, AVX-512: 96, the sampling step) run instead on half-precision
+// twins of its dot kernels where the CPU has F16C (AVX-512's need AVX512BW
+// and AVX512VL too), which read B in place and widen each element as they
+// load it, with the same result. Either way the weights are read from
+// memory once, at 2 bytes each: the sampling step's products, bound by
+// memory, take well under float32's time; larger ones run at Sgemm's
+// rate.
 func (p Par) SgemmF16(transB bool, m, n, k int, alpha float32, a []float32, lda int, b []F16, ldb int, beta float32, c []float32, ldc int) {
 	checkGemm("SgemmF16", false, transB, m, n, k, lda, ldb, ldc, len(a), len(b), len(c))
 	if m == 0 || n == 0 {
@@ -123,46 +128,67 @@ func (p Par) SgemmF16(transB bool, m, n, k int, alpha float32, a []float32, lda 
 		scaleC(m, n, beta, c, ldc)
 		return
 	}
-	if wideDotTakes(f16Dot, transB, m, n) {
-		dotGemm(wideDotImpl, f16Dot, p, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+	if r := wideRouteFor(f16Dots, transB, m, n); r != nil {
+		dotGemm(r.im, r.d, p, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 		return
 	}
 	widenGemm(p, WidenF16, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 }
 
 // F16Implementation names how SgemmF16 runs the sampling step's products
-// on this machine: "avx512" (F16 twins of the AVX-512 dot kernels, the
-// weights read in place) or "widen" (blocks widened to float32, then
+// on this machine: "avx512" or "avx2" (F16 twins of those dot kernels,
+// the weights read in place) or "widen" (blocks widened to float32, then
 // Sgemm). Larger products always widen.
-func F16Implementation() string {
-	if wideDotOn(f16Dot) {
-		return "avx512"
-	}
-	return "widen"
-}
+func F16Implementation() string { return wideRouteName(f16Dots) }
 
-// f16Dot, when set (AVX-512 with F16C, AVX512BW and AVX512VL), is
-// wideDotImpl's dot route with B in half precision.
+// f16Dots are the dot routes with B in half precision (see wideRoute),
+// one per implementation whose kernels have twins on this CPU (AVX-512
+// with F16C, AVX512BW and AVX512VL; AVX2 with F16C).
 var (
-	f16Dot      *dotImplOf[float32, F16]
+	f16Dots     []wideRoute[F16]
 	f16EdgePool sync.Pool
 )
 
-// wideDotImpl, when set (AVX-512 with AVX512BW and AVX512VL), is the
-// implementation whose dot route f16Dot and bf16Dot copy with B stored in
-// 16 bits: kernels that widen each element of B as they load it and
-// otherwise compute as wideDotImpl.dot's, so a product is Sgemm's on B
-// widened, bit for bit, while Sgemm runs wideDotImpl.
-var wideDotImpl *gemmImpl[float32]
-
-// wideDotOn reports whether d, a route of wideDotImpl, runs: it is built
-// and Sgemm runs wideDotImpl (TANDEM_KERNELS=avx2 picks another).
-func wideDotOn[W any](d *dotImplOf[float32, W]) bool {
-	return d != nil && wideDotImpl == sgemmImpl
+// wideRoute is the dot route of im with B stored in 16 bits (type W):
+// kernels that widen each element of B as they load it and otherwise
+// compute as im.dot's, so a product is Sgemm's on B widened, bit for bit,
+// when Sgemm sends it to im's dot route.
+type wideRoute[W F16 | BF16] struct {
+	name string // "avx512" or "avx2"
+	im   *gemmImpl[float32]
+	d    *dotImplOf[float32, W]
 }
 
-// wideDotTakes reports whether d runs a product: the ones Sgemm sends to
-// wideDotImpl's dot route (n <= narrowMaxN goes to narrower kernels).
-func wideDotTakes[W any](d *dotImplOf[float32, W], transB bool, m, n int) bool {
-	return wideDotOn(d) && transB && m <= d.maxRows && n > wideDotImpl.narrowMaxN
+// wideRouteFor returns the route of routes that computes a product of m
+// rows and n columns (op(B) = Bᵀ when transB) as Sgemm would, or nil:
+// Sgemm's implementation, or its narrow one when n <= narrowMaxN, must
+// send the product to its dot route and have a twin among routes.
+func wideRouteFor[W F16 | BF16](routes []wideRoute[W], transB bool, m, n int) *wideRoute[W] {
+	im := sgemmImpl
+	if im.narrow != nil && n <= im.narrowMaxN {
+		im = im.narrow
+	}
+	if !transB || im.dot == nil || m > im.dot.maxRows {
+		return nil
+	}
+	return wideRouteOf(routes, im)
+}
+
+// wideRouteOf returns the route of im among routes, or nil.
+func wideRouteOf[W F16 | BF16](routes []wideRoute[W], im *gemmImpl[float32]) *wideRoute[W] {
+	for i := range routes {
+		if routes[i].im == im {
+			return &routes[i]
+		}
+	}
+	return nil
+}
+
+// wideRouteName names the route of Sgemm's implementation among routes,
+// or "widen" where it has none.
+func wideRouteName[W F16 | BF16](routes []wideRoute[W]) string {
+	if r := wideRouteOf(routes, sgemmImpl); r != nil {
+		return r.name
+	}
+	return "widen"
 }

@@ -33,32 +33,40 @@ func hdotKernel4x4AVX512(k int, a *float32, lda int, b *F16, ldb int, c *float32
 //go:noescape
 func hdotKernel1x8AVX512(k int, a *float32, b *F16, ldb int, c *float32, alpha float32, beta float32)
 
+//go:noescape
+func hdotKernel3x4AVX2(k int, a *float32, lda int, b *F16, ldb int, c *float32, ldc int, alpha float32, beta float32)
+
+//go:noescape
+func hdotKernel1x8AVX2(k int, a *float32, b *F16, ldb int, c *float32, alpha float32, beta float32)
+
 func init() {
-	if !hasAVX512 || !cpu.X86.HasAVX512BW || !cpu.X86.HasAVX512VL || asmDisabled() {
+	if !hasAVX2 || !cpu.X86.HasF16C || asmDisabled() {
 		return
 	}
-	wideDotImpl = avx512SgemmImpl
-	if cpu.X86.HasF16C {
-		f16Dot = wideDot(hdotKernel4x4AVX512, hdotKernel1x8AVX512, &f16EdgePool)
+	f16Dots = append(f16Dots, wideDot("avx2", avx2SgemmImpl, hdotKernel3x4AVX2, hdotKernel1x8AVX2, &f16EdgePool))
+	if hasAVX512 && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VL {
+		f16Dots = append(f16Dots, wideDot("avx512", avx512SgemmImpl, hdotKernel4x4AVX512, hdotKernel1x8AVX512, &f16EdgePool))
 	}
 }
 
-// wideDot is avx512SgemmImpl's dot route with B stored in 16 bits (type
-// W), computed by kernel (4×4 tiles) and row (one row against eight) of
-// widedot_amd64.h, B's last partial tile padded through edges.
-func wideDot[W F16 | BF16](kernel func(k int, a *float32, lda int, b *W, ldb int, c *float32, ldc int, alpha, beta float32),
-	row func(k int, a *float32, b *W, ldb int, c *float32, alpha, beta float32), edges *sync.Pool) *dotImplOf[float32, W] {
-	d := avx512SgemmImpl.dot
-	return &dotImplOf[float32, W]{
-		mr: d.mr, nr: d.nr, maxRows: d.maxRows, chunk: d.chunk,
+// wideDot is im's dot route with B stored in 16 bits (type W), computed
+// by kernel (tiles of im.dot's shape: widedot_amd64.h's 4×4 for AVX-512,
+// widedot2_amd64.h's 3×4 for AVX2) and row (one row against eight), B's
+// last partial tile padded through edges.
+func wideDot[W F16 | BF16](name string, im *gemmImpl[float32], kernel func(k int, a *float32, lda int, b *W, ldb int, c *float32, ldc int, alpha, beta float32),
+	row func(k int, a *float32, b *W, ldb int, c *float32, alpha, beta float32), edges *sync.Pool) wideRoute[W] {
+	d := im.dot
+	mr, nr := d.mr, d.nr
+	return wideRoute[W]{name: name, im: im, d: &dotImplOf[float32, W]{
+		mr: mr, nr: nr, maxRows: d.maxRows, chunk: d.chunk,
 		kernel: func(k int, a []float32, lda int, b []W, ldb int, c []float32, ldc int, alpha, beta float32) {
-			_, _, _ = a[3*lda+k-1], b[3*ldb+k-1], c[3*ldc+3]
+			_, _, _ = a[(mr-1)*lda+k-1], b[(nr-1)*ldb+k-1], c[(mr-1)*ldc+nr-1]
 			kernel(k, &a[0], lda, &b[0], ldb, &c[0], ldc, alpha, beta)
 		},
 		row: func(k int, a []float32, b []W, ldb int, c []float32, alpha, beta float32) {
-			_, _, _ = a[k-1], b[7*ldb+k-1], c[7]
+			_, _, _ = a[k-1], b[(rowNR-1)*ldb+k-1], c[rowNR-1]
 			row(k, &a[0], &b[0], ldb, &c[0], alpha, beta)
 		},
 		edges: edges,
-	}
+	}}
 }

@@ -9,6 +9,12 @@
 #define WDOT1X8 ·hdotKernel1x8AVX512
 #include "widedot_amd64.h"
 
+// The AVX2 twins of sdotKernel3x4 and sdotKernel1x8AVX2.
+#define WIDEN8(src, dst) VCVTPH2PS src, dst
+#define W2DOT3X4 ·hdotKernel3x4AVX2
+#define W2DOT1X8 ·hdotKernel1x8AVX2
+#include "widedot2_amd64.h"
+
 // func widenF16F16C(dst *float32, src *F16, n int)
 //
 // dst[i] = src[i] widened to float32 (VCVTPH2PS, exact) for i < n, n a

@@ -218,3 +218,54 @@ func TestWidenGemmBlocksAreSgemm(t *testing.T) {
 		}
 	}
 }
+
+// TestWideDotRoutesAreTheirDotRoutes runs every 16-bit dot route this CPU
+// has (the AVX-512 and the AVX2 twins, whichever Sgemm runs) directly
+// against its implementation's float32 dot route on B widened, bit for
+// bit: tile edges in both directions, depths around the kernels' groups of
+// 8 and 16, one row (the 1×8 kernel) and several, beta zero or not.
+func TestWideDotRoutesAreTheirDotRoutes(t *testing.T) {
+	t.Parallel()
+	t.Run("F16", func(t *testing.T) {
+		t.Parallel()
+		checkWideDots(t, f16Dots, ToF16, WidenF16)
+	})
+	t.Run("BF16", func(t *testing.T) {
+		t.Parallel()
+		checkWideDots(t, bf16Dots, ToBF16, WidenBF16)
+	})
+}
+
+func checkWideDots[W F16 | BF16](t *testing.T, routes []wideRoute[W], round func(float32) W, widen func([]float32, []W)) {
+	if len(routes) == 0 {
+		t.Skip("no 16-bit dot route on this CPU")
+	}
+	rng := rand.New(rand.NewPCG(11, 12))
+	for _, r := range routes {
+		for _, m := range []int{1, 2, 3, 5, 8, r.d.maxRows} {
+			for _, n := range []int{4, 8, 13, 40} {
+				for _, k := range []int{1, 7, 8, 9, 16, 17, 33, 100} {
+					lda, ldb, ldc := k+1, k+3, n+2
+					a := randMatrix[float32](rng, m, k, lda)
+					b16 := make([]W, (n-1)*ldb+k)
+					for i := range b16 {
+						b16[i] = round(float32(rng.NormFloat64()))
+					}
+					b32 := make([]float32, len(b16))
+					widen(b32, b16)
+					c0 := randMatrix[float32](rng, m, n, ldc)
+					for _, beta := range []float32{0, 0.75} {
+						want := append([]float32(nil), c0...)
+						dotGemm(r.im, r.im.dot, Par{Threads: 1}, m, n, k, 1.25, a, lda, b32, ldb, beta, want, ldc)
+						got := append([]float32(nil), c0...)
+						dotGemm(r.im, r.d, Par{Threads: 2}, m, n, k, 1.25, a, lda, b16, ldb, beta, got, ldc)
+						for i := range got {
+							require.Equal(t, math.Float32bits(want[i]), math.Float32bits(got[i]),
+								"%s route of %s, %d×%d×%d beta %g: element %d", r.name, r.im.name, m, n, k, beta, i)
+						}
+					}
+				}
+			}
+		}
+	}
+}

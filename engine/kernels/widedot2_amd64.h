@@ -1,0 +1,366 @@
+// widedot2_amd64.h holds the AVX2 dot kernels of the dot route with B
+// stored in 16 bits (half precision in f16_amd64.s, bfloat16 in
+// bf16wide_amd64.s), which include it with three macros defined:
+//
+//	WIDEN8(src, dst):   the 8 16-bit elements at src (a 128-bit memory
+//	                    operand) widened, exactly, to the 8 float32 lanes
+//	                    of Y register dst
+//	W2DOT3X4, W2DOT1X8:   the kernels' symbol names
+//
+// Each kernel is the float32 kernel of dot_amd64.s (sdotKernel3x4,
+// sdotKernel1x8AVX2) with B widened as it is loaded: every accumulator
+// takes the float32 kernel's products in its order, and the reduction is
+// its instruction for instruction, so a tile is the float32 tile of B
+// widened, bit for bit. They need AVX2 and FMA (and F16C for halves).
+//
+// AVX2 has no 16-bit masked load, so the last partial group of each row
+// of B (r < 8 elements) is copied to a zeroed slot on the stack and
+// widened from there: its other lanes widen to +0, as the float32
+// kernel's masked lanes load +0.
+
+// Masks for the last, partial group of eight float32 of A: 32 bytes at
+// offset 4·(8-r) give r lanes of ones followed by zeros.
+DATA wideMask<>+0(SB)/8, $0xffffffffffffffff
+DATA wideMask<>+8(SB)/8, $0xffffffffffffffff
+DATA wideMask<>+16(SB)/8, $0xffffffffffffffff
+DATA wideMask<>+24(SB)/8, $0xffffffffffffffff
+DATA wideMask<>+32(SB)/8, $0
+DATA wideMask<>+40(SB)/8, $0
+DATA wideMask<>+48(SB)/8, $0
+DATA wideMask<>+56(SB)/8, $0
+GLOBL wideMask<>(SB), RODATA|NOPTR, $64
+
+// WDOT3X4GROUP: one group of 8 elements of W2DOT3X4, A's three rows at OA
+// bytes past SI, R10, R11 (and AX), B's four rows widened from OB bytes
+// past DI, R12, R13, BX; twelve FMAs into Y4-Y15 in sdotKernel3x4's
+// DOTSTEP order.
+#define WDOT3X4GROUP(OA, OB) \
+	VMOVUPS     OA(SI)(AX*1), Y0;  \
+	VMOVUPS     OA(R10)(AX*1), Y1; \
+	VMOVUPS     OA(R11)(AX*1), Y2; \
+	WIDEN8(OB(DI), Y3);            \
+	VFMADD231PS Y3, Y0, Y4;        \
+	VFMADD231PS Y3, Y1, Y8;        \
+	VFMADD231PS Y3, Y2, Y12;       \
+	WIDEN8(OB(R12), Y3);           \
+	VFMADD231PS Y3, Y0, Y5;        \
+	VFMADD231PS Y3, Y1, Y9;        \
+	VFMADD231PS Y3, Y2, Y13;       \
+	WIDEN8(OB(R13), Y3);           \
+	VFMADD231PS Y3, Y0, Y6;        \
+	VFMADD231PS Y3, Y1, Y10;       \
+	VFMADD231PS Y3, Y2, Y14;       \
+	WIDEN8(OB(BX), Y3);            \
+	VFMADD231PS Y3, Y0, Y7;        \
+	VFMADD231PS Y3, Y1, Y11;       \
+	VFMADD231PS Y3, Y2, Y15
+
+// WIDEREDUCE is dot_amd64.s's DOTREDUCE: four accumulators of one row to
+// X0 = (Σ acc0, Σ acc1, Σ acc2, Σ acc3), pairwise within each 128-bit
+// half, then the two halves.
+#define WIDEREDUCE(R0, R1, R2, R3) \
+	VHADDPS      R1, R0, Y0; \
+	VHADDPS      R3, R2, Y1; \
+	VHADDPS      Y1, Y0, Y0; \
+	VEXTRACTF128 $1, Y0, X1; \
+	VADDPS       X1, X0, X0
+
+// func W2DOT3X4(k int, a *float32, lda int, b *uint16, ldb int, c *float32, ldc int, alpha float32, beta float32)
+//
+// sdotKernel3x4 with B in 16 bits: B's row pointers DI, R12, R13, BX move
+// 16 bytes per 8 elements, A's rows are read at the byte offset AX. The
+// frame holds the four rows' last partial groups (16 bytes each).
+TEXT W2DOT3X4(SB), NOSPLIT, $64-64
+	MOVQ   k+0(FP), CX
+	MOVQ   a+8(FP), SI
+	MOVQ   lda+16(FP), R8
+	SHLQ   $2, R8
+	LEAQ   (SI)(R8*1), R10
+	LEAQ   (R10)(R8*1), R11
+	MOVQ   b+24(FP), DI
+	MOVQ   ldb+32(FP), R9
+	SHLQ   $1, R9
+	LEAQ   (DI)(R9*1), R12
+	LEAQ   (R12)(R9*1), R13
+	LEAQ   (R13)(R9*1), BX
+	XORQ   AX, AX
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	VXORPS Y10, Y10, Y10
+	VXORPS Y11, Y11, Y11
+	VXORPS Y12, Y12, Y12
+	VXORPS Y13, Y13, Y13
+	VXORPS Y14, Y14, Y14
+	VXORPS Y15, Y15, Y15
+
+wdot16:
+	CMPQ CX, $16
+	JL   wdot8
+	WDOT3X4GROUP(0, 0)
+	WDOT3X4GROUP(32, 16)
+	ADDQ $64, AX
+	ADDQ $32, DI
+	ADDQ $32, R12
+	ADDQ $32, R13
+	ADDQ $32, BX
+	SUBQ $16, CX
+	JMP  wdot16
+
+wdot8:
+	CMPQ CX, $8
+	JL   wdottail
+	WDOT3X4GROUP(0, 0)
+	ADDQ $32, AX
+	ADDQ $16, DI
+	ADDQ $16, R12
+	ADDQ $16, R13
+	ADDQ $16, BX
+	SUBQ $8, CX
+
+wdottail:
+	TESTQ   CX, CX
+	JZ      wdotreduce
+	// r = CX elements remain in each row: copy them to zeroed slots.
+	VXORPS  Y0, Y0, Y0
+	VMOVUPS Y0, 0(SP)
+	VMOVUPS Y0, 32(SP)
+	XORQ    R8, R8
+
+wdotcopy:
+	MOVWLZX (DI)(R8*2), R9
+	MOVW    R9, 0(SP)(R8*2)
+	MOVWLZX (R12)(R8*2), R9
+	MOVW    R9, 16(SP)(R8*2)
+	MOVWLZX (R13)(R8*2), R9
+	MOVW    R9, 32(SP)(R8*2)
+	MOVWLZX (BX)(R8*2), R9
+	MOVW    R9, 48(SP)(R8*2)
+	INCQ    R8
+	CMPQ    R8, CX
+	JL      wdotcopy
+
+	// A's rows under sdotKernel3x4's mask.
+	LEAQ        wideMask<>(SB), DX
+	NEGQ        CX
+	VMOVUPS     32(DX)(CX*4), Y3
+	VMASKMOVPS  (SI)(AX*1), Y3, Y0
+	VMASKMOVPS  (R10)(AX*1), Y3, Y1
+	VMASKMOVPS  (R11)(AX*1), Y3, Y2
+	WIDEN8(0(SP), Y3)
+	VFMADD231PS Y3, Y0, Y4
+	VFMADD231PS Y3, Y1, Y8
+	VFMADD231PS Y3, Y2, Y12
+	WIDEN8(16(SP), Y3)
+	VFMADD231PS Y3, Y0, Y5
+	VFMADD231PS Y3, Y1, Y9
+	VFMADD231PS Y3, Y2, Y13
+	WIDEN8(32(SP), Y3)
+	VFMADD231PS Y3, Y0, Y6
+	VFMADD231PS Y3, Y1, Y10
+	VFMADD231PS Y3, Y2, Y14
+	WIDEN8(48(SP), Y3)
+	VFMADD231PS Y3, Y0, Y7
+	VFMADD231PS Y3, Y1, Y11
+	VFMADD231PS Y3, Y2, Y15
+
+wdotreduce:
+	MOVQ         c+40(FP), DX
+	MOVQ         ldc+48(FP), R9
+	SHLQ         $2, R9
+	VBROADCASTSS alpha+56(FP), X2
+	VBROADCASTSS beta+60(FP), X3
+	MOVL         beta+60(FP), CX
+	ANDL         $0x7fffffff, CX
+
+	WIDEREDUCE(Y4, Y5, Y6, Y7)
+	VMULPS      X2, X0, X0
+	TESTL       CX, CX
+	JZ          wdotstore0
+	VFMADD231PS (DX), X3, X0
+wdotstore0:
+	VMOVUPS     X0, (DX)
+	ADDQ        R9, DX
+
+	WIDEREDUCE(Y8, Y9, Y10, Y11)
+	VMULPS      X2, X0, X0
+	TESTL       CX, CX
+	JZ          wdotstore1
+	VFMADD231PS (DX), X3, X0
+wdotstore1:
+	VMOVUPS     X0, (DX)
+	ADDQ        R9, DX
+
+	WIDEREDUCE(Y12, Y13, Y14, Y15)
+	VMULPS      X2, X0, X0
+	TESTL       CX, CX
+	JZ          wdotstore2
+	VFMADD231PS (DX), X3, X0
+wdotstore2:
+	VMOVUPS     X0, (DX)
+	VZEROUPPER
+	RET
+
+// WROW8GROUP: one group of 8 elements of W2DOT1X8, A's row at OA bytes
+// past SI, B's eight rows widened from OB bytes past DI, R12, R13, BX and
+// four rows (R9) further; eight FMAs into Y8-Y15.
+#define WROW8GROUP(OA, OB) \
+	VMOVUPS     OA(SI), Y0;          \
+	WIDEN8(OB(DI), Y1);              \
+	VFMADD231PS Y1, Y0, Y8;          \
+	WIDEN8(OB(R12), Y2);             \
+	VFMADD231PS Y2, Y0, Y9;          \
+	WIDEN8(OB(R13), Y3);             \
+	VFMADD231PS Y3, Y0, Y10;         \
+	WIDEN8(OB(BX), Y4);              \
+	VFMADD231PS Y4, Y0, Y11;         \
+	WIDEN8(OB(DI)(R9*1), Y1);        \
+	VFMADD231PS Y1, Y0, Y12;         \
+	WIDEN8(OB(R12)(R9*1), Y2);       \
+	VFMADD231PS Y2, Y0, Y13;         \
+	WIDEN8(OB(R13)(R9*1), Y3);       \
+	VFMADD231PS Y3, Y0, Y14;         \
+	WIDEN8(OB(BX)(R9*1), Y4);        \
+	VFMADD231PS Y4, Y0, Y15
+
+// func W2DOT1X8(k int, a *float32, b *uint16, ldb int, c *float32, alpha float32, beta float32)
+//
+// sdotKernel1x8AVX2 with B in 16 bits: B's pointers move 16 bytes per 8
+// elements (R9 = 4 rows of B). The frame holds the eight rows' last
+// partial groups. Each step of 16 elements also asks for the next 256
+// bytes of the tile after this one (R11, from its first row on, one line
+// after another), as the AVX-512 kernel does: eight rows of 2 KiB are
+// eight short streams, which the hardware prefetchers follow badly (the
+// 1-row product over 240 MiB of bfloat16 weights on AMD's Zen 3, 2
+// threads, three alternate runs each, median share of the read
+// bandwidth: 58-60 % without, 62-75 % with).
+TEXT W2DOT1X8(SB), NOSPLIT, $128-48
+	MOVQ   k+0(FP), CX
+	MOVQ   a+8(FP), SI
+	MOVQ   b+16(FP), DI
+	MOVQ   ldb+24(FP), R9
+	SHLQ   $1, R9
+	LEAQ   (DI)(R9*1), R12
+	LEAQ   (R12)(R9*1), R13
+	LEAQ   (R13)(R9*1), BX
+	SHLQ   $2, R9
+	LEAQ   (DI)(R9*2), R11
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	VXORPS Y10, Y10, Y10
+	VXORPS Y11, Y11, Y11
+	VXORPS Y12, Y12, Y12
+	VXORPS Y13, Y13, Y13
+	VXORPS Y14, Y14, Y14
+	VXORPS Y15, Y15, Y15
+
+wrow16:
+	CMPQ CX, $16
+	JL   wrow8
+	PREFETCHT0 0(R11)
+	PREFETCHT0 64(R11)
+	PREFETCHT0 128(R11)
+	PREFETCHT0 192(R11)
+	ADDQ $256, R11
+	WROW8GROUP(0, 0)
+	WROW8GROUP(32, 16)
+	ADDQ $64, SI
+	ADDQ $32, DI
+	ADDQ $32, R12
+	ADDQ $32, R13
+	ADDQ $32, BX
+	SUBQ $16, CX
+	JMP  wrow16
+
+wrow8:
+	CMPQ CX, $8
+	JL   wrowtail
+	WROW8GROUP(0, 0)
+	ADDQ $32, SI
+	ADDQ $16, DI
+	ADDQ $16, R12
+	ADDQ $16, R13
+	ADDQ $16, BX
+	SUBQ $8, CX
+
+wrowtail:
+	TESTQ   CX, CX
+	JZ      wrowreduce
+	VXORPS  Y0, Y0, Y0
+	VMOVUPS Y0, 0(SP)
+	VMOVUPS Y0, 32(SP)
+	VMOVUPS Y0, 64(SP)
+	VMOVUPS Y0, 96(SP)
+	LEAQ    (DI)(R9*1), R10
+	LEAQ    (R12)(R9*1), R11
+	LEAQ    (R13)(R9*1), R8
+	LEAQ    (BX)(R9*1), R9
+	XORQ    AX, AX
+
+wrowcopy:
+	MOVWLZX (DI)(AX*2), DX
+	MOVW    DX, 0(SP)(AX*2)
+	MOVWLZX (R12)(AX*2), DX
+	MOVW    DX, 16(SP)(AX*2)
+	MOVWLZX (R13)(AX*2), DX
+	MOVW    DX, 32(SP)(AX*2)
+	MOVWLZX (BX)(AX*2), DX
+	MOVW    DX, 48(SP)(AX*2)
+	MOVWLZX (R10)(AX*2), DX
+	MOVW    DX, 64(SP)(AX*2)
+	MOVWLZX (R11)(AX*2), DX
+	MOVW    DX, 80(SP)(AX*2)
+	MOVWLZX (R8)(AX*2), DX
+	MOVW    DX, 96(SP)(AX*2)
+	MOVWLZX (R9)(AX*2), DX
+	MOVW    DX, 112(SP)(AX*2)
+	INCQ    AX
+	CMPQ    AX, CX
+	JL      wrowcopy
+
+	LEAQ        wideMask<>(SB), DX
+	NEGQ        CX
+	VMOVUPS     32(DX)(CX*4), Y7
+	VMASKMOVPS  (SI), Y7, Y0
+	WIDEN8(0(SP), Y1)
+	VFMADD231PS Y1, Y0, Y8
+	WIDEN8(16(SP), Y1)
+	VFMADD231PS Y1, Y0, Y9
+	WIDEN8(32(SP), Y1)
+	VFMADD231PS Y1, Y0, Y10
+	WIDEN8(48(SP), Y1)
+	VFMADD231PS Y1, Y0, Y11
+	WIDEN8(64(SP), Y1)
+	VFMADD231PS Y1, Y0, Y12
+	WIDEN8(80(SP), Y1)
+	VFMADD231PS Y1, Y0, Y13
+	WIDEN8(96(SP), Y1)
+	VFMADD231PS Y1, Y0, Y14
+	WIDEN8(112(SP), Y1)
+	VFMADD231PS Y1, Y0, Y15
+
+wrowreduce:
+	MOVQ         c+32(FP), DX
+	VBROADCASTSS alpha+40(FP), X2
+	VBROADCASTSS beta+44(FP), X3
+	MOVL         beta+44(FP), CX
+	ANDL         $0x7fffffff, CX
+	WIDEREDUCE(Y8, Y9, Y10, Y11)
+	VMULPS       X2, X0, X0
+	TESTL        CX, CX
+	JZ           wrowstore0
+	VFMADD231PS  (DX), X3, X0
+wrowstore0:
+	VMOVUPS      X0, (DX)
+	WIDEREDUCE(Y12, Y13, Y14, Y15)
+	VMULPS       X2, X0, X0
+	TESTL        CX, CX
+	JZ           wrowstore1
+	VFMADD231PS  16(DX), X3, X0
+wrowstore1:
+	VMOVUPS      X0, 16(DX)
+	VZEROUPPER
+	RET
