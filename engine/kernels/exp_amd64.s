@@ -125,3 +125,135 @@ exp64done:
 	VMOVUPD Z9, (DI)
 	VZEROUPPER
 	RET
+
+// The AVX2 exponential works on four float64 lanes at a time, its
+// constants read from expConsts4 (at AX, each broadcast to 32 bytes):
+// 0 log₂e, 32 ln2Hi, 64 ln2Lo, 96 the clamp, 128 −clamp, 160 the magic
+// 1.5·2⁵², 192 the integer 1023 − bits(1.5·2⁵²), 224 0.5, then from 256
+// the 14 coefficients.
+//
+// EXP4 is expF64 of Y0 − Y13 (the shift) in each of Y0's four lanes, into
+// Y2 (Y0 ends as r; clobbers Y1, Y3-Y6). With no VSCALEFPD in AVX2, p·2ⁿ
+// is p·2ʰ·2ⁿ⁻ʰ with h = floor(n/2): both factors are normal for the
+// clamped |n| <= 1443 and built from their exponent bits (h + 1.5·2⁵²
+// holds h in its low bits), p·2ʰ is exact and the second product rounds
+// once, as VSCALEFPD and math.Ldexp do.
+#define EXP4 \
+	VSUBPD       Y13, Y0, Y0; \
+	VMAXPD       Y0, Y12, Y0; \
+	VMINPD       Y0, Y11, Y0; \
+	VMULPD       0(AX), Y0, Y1; \
+	VROUNDPD     $0, Y1, Y1; \
+	VFNMADD231PD 32(AX), Y1, Y0; \
+	VFNMADD231PD 64(AX), Y1, Y0; \
+	VMOVUPD      256(AX), Y2; \
+	VFMADD213PD  288(AX), Y0, Y2; \
+	VFMADD213PD  320(AX), Y0, Y2; \
+	VFMADD213PD  352(AX), Y0, Y2; \
+	VFMADD213PD  384(AX), Y0, Y2; \
+	VFMADD213PD  416(AX), Y0, Y2; \
+	VFMADD213PD  448(AX), Y0, Y2; \
+	VFMADD213PD  480(AX), Y0, Y2; \
+	VFMADD213PD  512(AX), Y0, Y2; \
+	VFMADD213PD  544(AX), Y0, Y2; \
+	VFMADD213PD  576(AX), Y0, Y2; \
+	VFMADD213PD  608(AX), Y0, Y2; \
+	VFMADD213PD  640(AX), Y0, Y2; \
+	VFMADD213PD  672(AX), Y0, Y2; \
+	VMULPD       224(AX), Y1, Y5; \
+	VROUNDPD     $1, Y5, Y5; \
+	VSUBPD       Y5, Y1, Y6; \
+	VADDPD       160(AX), Y5, Y5; \
+	VPADDQ       192(AX), Y5, Y5; \
+	VPSLLQ       $52, Y5, Y5; \
+	VADDPD       160(AX), Y6, Y6; \
+	VPADDQ       192(AX), Y6, Y6; \
+	VPSLLQ       $52, Y6, Y6; \
+	VMULPD       Y5, Y2, Y2; \
+	VMULPD       Y6, Y2, Y2
+
+// func expShiftAVX2(x *float32, n int, shift, mul float64, store bool, lanes *[8]float64, consts *float64)
+//
+// expShiftAVX512 in AVX2: eight elements a step in two halves of four
+// (lanes 0-3 in Y9, 4-7 in Y10), each widened, shifted, clamped and
+// exponentiated by EXP4 with expF64's operations (VROUNDPD $0 rounds to
+// even), written back times mul rounded to float32 with store.
+TEXT ·expShiftAVX2(SB), NOSPLIT, $0-56
+	MOVQ         x+0(FP), SI
+	MOVQ         n+8(FP), CX
+	VBROADCASTSD shift+16(FP), Y13
+	VBROADCASTSD mul+24(FP), Y14
+	MOVBLZX      store+32(FP), DX
+	MOVQ         lanes+40(FP), DI
+	MOVQ         consts+48(FP), AX
+	VMOVUPD      96(AX), Y11
+	VMOVUPD      128(AX), Y12
+	VMOVUPD      (DI), Y9
+	VMOVUPD      32(DI), Y10
+
+exp2step:
+	TESTQ     CX, CX
+	JZ        exp2done
+	VCVTPS2PD (SI), Y0
+	EXP4
+	VADDPD    Y2, Y9, Y9
+	TESTQ     DX, DX
+	JZ        exp2high
+	VMULPD    Y14, Y2, Y3
+	VCVTPD2PSY Y3, X3
+	VMOVUPS   X3, (SI)
+
+exp2high:
+	VCVTPS2PD 16(SI), Y0
+	EXP4
+	VADDPD    Y2, Y10, Y10
+	TESTQ     DX, DX
+	JZ        exp2next
+	VMULPD    Y14, Y2, Y3
+	VCVTPD2PSY Y3, X3
+	VMOVUPS   X3, 16(SI)
+
+exp2next:
+	ADDQ $32, SI
+	SUBQ $8, CX
+	JMP  exp2step
+
+exp2done:
+	VMOVUPD Y9, (DI)
+	VMOVUPD Y10, 32(DI)
+	VZEROUPPER
+	RET
+
+// func expSumAVX2F64(x *float64, n int, shift float64, lanes *[8]float64, consts *float64)
+//
+// expShiftAVX2's sum over float64 elements x[0:n], n a multiple of 8,
+// without writing them.
+TEXT ·expSumAVX2F64(SB), NOSPLIT, $0-40
+	MOVQ         x+0(FP), SI
+	MOVQ         n+8(FP), CX
+	VBROADCASTSD shift+16(FP), Y13
+	MOVQ         lanes+24(FP), DI
+	MOVQ         consts+32(FP), AX
+	VMOVUPD      96(AX), Y11
+	VMOVUPD      128(AX), Y12
+	VMOVUPD      (DI), Y9
+	VMOVUPD      32(DI), Y10
+
+exp2s64step:
+	TESTQ   CX, CX
+	JZ      exp2s64done
+	VMOVUPD (SI), Y0
+	EXP4
+	VADDPD  Y2, Y9, Y9
+	VMOVUPD 32(SI), Y0
+	EXP4
+	VADDPD  Y2, Y10, Y10
+	ADDQ    $64, SI
+	SUBQ    $8, CX
+	JMP     exp2s64step
+
+exp2s64done:
+	VMOVUPD Y9, (DI)
+	VMOVUPD Y10, 32(DI)
+	VZEROUPPER
+	RET
