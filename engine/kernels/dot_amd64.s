@@ -1,6 +1,7 @@
 //go:build amd64 && !purego
 
 #include "textflag.h"
+#include "dotfold_amd64.h"
 
 // Masks for the last, partial group of eight: loading 32 bytes at offset
 // 4·(8-r) gives r lanes of ones followed by zeros.
@@ -42,15 +43,6 @@ GLOBL sdotMask<>(SB), RODATA|NOPTR, $64
 	VFMADD231PS Y3, A0, Y7;     \
 	VFMADD231PS Y3, A1, Y11;    \
 	VFMADD231PS Y3, A2, Y15
-
-// Reduce the four accumulators of one row to X0 = (Σ acc0, Σ acc1, Σ acc2,
-// Σ acc3): pairwise within each 128-bit half, then the two halves.
-#define DOTREDUCE(R0, R1, R2, R3) \
-	VHADDPS      R1, R0, Y0; \
-	VHADDPS      R3, R2, Y1; \
-	VHADDPS      Y1, Y0, Y0; \
-	VEXTRACTF128 $1, Y0, X1; \
-	VADDPS       X1, X0, X0
 
 // func sdotKernel3x4(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, alpha float32, beta float32)
 TEXT ·sdotKernel3x4(SB), NOSPLIT, $0-64

@@ -20,3 +20,14 @@
 	VEXTRACTF128 $1, Y0, X1; \
 	VADDPS X1, X0, X0;       \
 	VMULPS X2, X0, X0
+
+// DOTREDUCE reduces the four accumulators of 8 float32 lanes of one row
+// of the AVX2 dot kernels (dot_amd64.s, and their 16-bit twins in
+// widedot2_amd64.h) to X0 = (Σ acc0, Σ acc1, Σ acc2, Σ acc3): pairwise
+// within each 128-bit half, then the two halves. Clobbers Y0-Y1.
+#define DOTREDUCE(R0, R1, R2, R3) \
+	VHADDPS      R1, R0, Y0; \
+	VHADDPS      R3, R2, Y1; \
+	VHADDPS      Y1, Y0, Y0; \
+	VEXTRACTF128 $1, Y0, X1; \
+	VADDPS       X1, X0, X0

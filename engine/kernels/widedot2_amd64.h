@@ -10,8 +10,9 @@
 // Each kernel is the float32 kernel of dot_amd64.s (sdotKernel3x4,
 // sdotKernel1x8AVX2) with B widened as it is loaded: every accumulator
 // takes the float32 kernel's products in its order, and the reduction is
-// its instruction for instruction, so a tile is the float32 tile of B
-// widened, bit for bit. They need AVX2 and FMA (and F16C for halves).
+// the same macro (dotfold_amd64.h's DOTREDUCE), so a tile is the float32
+// tile of B widened, bit for bit. They need AVX2 and FMA (and F16C for
+// halves).
 //
 // AVX2 has no 16-bit masked load, so the last partial group of each row
 // of B (r < 8 elements) is copied to a zeroed slot on the stack and
@@ -54,16 +55,6 @@ GLOBL wideMask<>(SB), RODATA|NOPTR, $64
 	VFMADD231PS Y3, Y0, Y7;        \
 	VFMADD231PS Y3, Y1, Y11;       \
 	VFMADD231PS Y3, Y2, Y15
-
-// WIDEREDUCE is dot_amd64.s's DOTREDUCE: four accumulators of one row to
-// X0 = (Σ acc0, Σ acc1, Σ acc2, Σ acc3), pairwise within each 128-bit
-// half, then the two halves.
-#define WIDEREDUCE(R0, R1, R2, R3) \
-	VHADDPS      R1, R0, Y0; \
-	VHADDPS      R3, R2, Y1; \
-	VHADDPS      Y1, Y0, Y0; \
-	VEXTRACTF128 $1, Y0, X1; \
-	VADDPS       X1, X0, X0
 
 // func W2DOT3X4(k int, a *float32, lda int, b *uint16, ldb int, c *float32, ldc int, alpha float32, beta float32)
 //
@@ -176,7 +167,7 @@ wdotreduce:
 	MOVL         beta+60(FP), CX
 	ANDL         $0x7fffffff, CX
 
-	WIDEREDUCE(Y4, Y5, Y6, Y7)
+	DOTREDUCE(Y4, Y5, Y6, Y7)
 	VMULPS      X2, X0, X0
 	TESTL       CX, CX
 	JZ          wdotstore0
@@ -185,7 +176,7 @@ wdotstore0:
 	VMOVUPS     X0, (DX)
 	ADDQ        R9, DX
 
-	WIDEREDUCE(Y8, Y9, Y10, Y11)
+	DOTREDUCE(Y8, Y9, Y10, Y11)
 	VMULPS      X2, X0, X0
 	TESTL       CX, CX
 	JZ          wdotstore1
@@ -194,7 +185,7 @@ wdotstore1:
 	VMOVUPS     X0, (DX)
 	ADDQ        R9, DX
 
-	WIDEREDUCE(Y12, Y13, Y14, Y15)
+	DOTREDUCE(Y12, Y13, Y14, Y15)
 	VMULPS      X2, X0, X0
 	TESTL       CX, CX
 	JZ          wdotstore2
@@ -348,14 +339,14 @@ wrowreduce:
 	VBROADCASTSS beta+44(FP), X3
 	MOVL         beta+44(FP), CX
 	ANDL         $0x7fffffff, CX
-	WIDEREDUCE(Y8, Y9, Y10, Y11)
+	DOTREDUCE(Y8, Y9, Y10, Y11)
 	VMULPS       X2, X0, X0
 	TESTL        CX, CX
 	JZ           wrowstore0
 	VFMADD231PS  (DX), X3, X0
 wrowstore0:
 	VMOVUPS      X0, (DX)
-	WIDEREDUCE(Y12, Y13, Y14, Y15)
+	DOTREDUCE(Y12, Y13, Y14, Y15)
 	VMULPS       X2, X0, X0
 	TESTL        CX, CX
 	JZ           wrowstore1
