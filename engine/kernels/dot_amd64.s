@@ -3,25 +3,26 @@
 #include "textflag.h"
 #include "dotfold_amd64.h"
 
-// Masks for the last, partial group of eight: loading 32 bytes at offset
-// 4·(8-r) gives r lanes of ones followed by zeros.
-DATA sdotMask<>+0(SB)/4, $0xffffffff
-DATA sdotMask<>+4(SB)/4, $0xffffffff
-DATA sdotMask<>+8(SB)/4, $0xffffffff
-DATA sdotMask<>+12(SB)/4, $0xffffffff
-DATA sdotMask<>+16(SB)/4, $0xffffffff
-DATA sdotMask<>+20(SB)/4, $0xffffffff
-DATA sdotMask<>+24(SB)/4, $0xffffffff
-DATA sdotMask<>+28(SB)/4, $0xffffffff
-DATA sdotMask<>+32(SB)/4, $0
-DATA sdotMask<>+36(SB)/4, $0
-DATA sdotMask<>+40(SB)/4, $0
-DATA sdotMask<>+44(SB)/4, $0
-DATA sdotMask<>+48(SB)/4, $0
-DATA sdotMask<>+52(SB)/4, $0
-DATA sdotMask<>+56(SB)/4, $0
-DATA sdotMask<>+60(SB)/4, $0
-GLOBL sdotMask<>(SB), RODATA|NOPTR, $64
+// Masks for the last, partial group of eight float32 of the AVX2 dot
+// kernels (and of A in their 16-bit twins, widedot2_amd64.h): loading 32
+// bytes at offset 4·(8-r) gives r lanes of ones followed by zeros.
+DATA ·sdotMask+0(SB)/4, $0xffffffff
+DATA ·sdotMask+4(SB)/4, $0xffffffff
+DATA ·sdotMask+8(SB)/4, $0xffffffff
+DATA ·sdotMask+12(SB)/4, $0xffffffff
+DATA ·sdotMask+16(SB)/4, $0xffffffff
+DATA ·sdotMask+20(SB)/4, $0xffffffff
+DATA ·sdotMask+24(SB)/4, $0xffffffff
+DATA ·sdotMask+28(SB)/4, $0xffffffff
+DATA ·sdotMask+32(SB)/4, $0
+DATA ·sdotMask+36(SB)/4, $0
+DATA ·sdotMask+40(SB)/4, $0
+DATA ·sdotMask+44(SB)/4, $0
+DATA ·sdotMask+48(SB)/4, $0
+DATA ·sdotMask+52(SB)/4, $0
+DATA ·sdotMask+56(SB)/4, $0
+DATA ·sdotMask+60(SB)/4, $0
+GLOBL ·sdotMask(SB), RODATA|NOPTR, $64
 
 // Row r of A is at SI+r·lda (SI, R10, R11); row j of B at DI+j·ldb (DI, R12,
 // R13, BX); AX is the byte offset along k. Accumulator for (r, j) is
@@ -87,7 +88,7 @@ dottail:
 	TESTQ      CX, CX
 	JZ         dotreduce
 	// r = CX lanes remain: masked loads read only them and zero the rest.
-	LEAQ       sdotMask<>(SB), DX
+	LEAQ       ·sdotMask(SB), DX
 	NEGQ       CX
 	LEAQ       32(DX)(CX*4), DX
 	VMOVUPS    (DX), Y3
@@ -370,7 +371,7 @@ srow8:
 srowtail:
 	TESTQ       CX, CX
 	JZ          srowreduce
-	LEAQ        sdotMask<>(SB), DX
+	LEAQ        ·sdotMask(SB), DX
 	NEGQ        CX
 	VMOVUPS     32(DX)(CX*4), Y7
 	VMASKMOVPS  (SI), Y7, Y0

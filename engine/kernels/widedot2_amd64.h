@@ -19,18 +19,6 @@
 // widened from there: its other lanes widen to +0, as the float32
 // kernel's masked lanes load +0.
 
-// Masks for the last, partial group of eight float32 of A: 32 bytes at
-// offset 4·(8-r) give r lanes of ones followed by zeros.
-DATA wideMask<>+0(SB)/8, $0xffffffffffffffff
-DATA wideMask<>+8(SB)/8, $0xffffffffffffffff
-DATA wideMask<>+16(SB)/8, $0xffffffffffffffff
-DATA wideMask<>+24(SB)/8, $0xffffffffffffffff
-DATA wideMask<>+32(SB)/8, $0
-DATA wideMask<>+40(SB)/8, $0
-DATA wideMask<>+48(SB)/8, $0
-DATA wideMask<>+56(SB)/8, $0
-GLOBL wideMask<>(SB), RODATA|NOPTR, $64
-
 // WDOT3X4GROUP: one group of 8 elements of W2DOT3X4, A's three rows at OA
 // bytes past SI, R10, R11 (and AX), B's four rows widened from OB bytes
 // past DI, R12, R13, BX; twelve FMAs into Y4-Y15 in sdotKernel3x4's
@@ -135,7 +123,7 @@ wdotcopy:
 	JL      wdotcopy
 
 	// A's rows under sdotKernel3x4's mask.
-	LEAQ        wideMask<>(SB), DX
+	LEAQ        ·sdotMask(SB), DX
 	NEGQ        CX
 	VMOVUPS     32(DX)(CX*4), Y3
 	VMASKMOVPS  (SI)(AX*1), Y3, Y0
@@ -312,7 +300,7 @@ wrowcopy:
 	CMPQ    AX, CX
 	JL      wrowcopy
 
-	LEAQ        wideMask<>(SB), DX
+	LEAQ        ·sdotMask(SB), DX
 	NEGQ        CX
 	VMOVUPS     32(DX)(CX*4), Y7
 	VMASKMOVPS  (SI), Y7, Y0
