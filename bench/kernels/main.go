@@ -180,16 +180,16 @@ func main() {
 		if np != nil && np.settles > 0 {
 			rep.NumpySettleMs = float64(np.settled.Milliseconds()) / float64(np.settles)
 		}
-		rep.Rows = append(rep.Rows, r)
-		fmt.Printf("%-20s f32 %7.1f   bf16 %7.1f   bf16 A rounded %7.1f   f16 %7.1f GFLOP/s   bf16/f32 %.2f   A rounded/f32 %.2f", s.Name, r.F32, r.BF16, r.BF16RoundA, r.F16, r.BF16OverF, r.RoundAOverF)
 		if r.Numpy > 0 && rep.CoreName != "" {
-			r := &rep.Rows[len(rep.Rows)-1]
 			r.F32OverNp, r.BF16OverNp = r.F32/r.Numpy, r.BF16/r.Numpy
-			fmt.Printf("   numpy f32 %7.1f   f32/numpy %.2f   bf16/numpy %.2f", r.Numpy, r.F32OverNp, r.BF16OverNp)
 			r.Fastest.F32OverNp, r.Fastest.BF16OverNp = r.Fastest.F32/r.Fastest.Numpy, r.Fastest.BF16/r.Fastest.Numpy
 		}
+		rep.Rows = append(rep.Rows, r)
+		fmt.Printf("%-20s f32 %7.1f   bf16 %7.1f   bf16 A rounded %7.1f   f16 %7.1f GFLOP/s   bf16/f32 %.2f   A rounded/f32 %.2f", s.Name, r.F32, r.BF16, r.BF16RoundA, r.F16, r.BF16OverF, r.RoundAOverF)
+		if r.F32OverNp > 0 {
+			fmt.Printf("   numpy f32 %7.1f   f32/numpy %.2f   bf16/numpy %.2f", r.Numpy, r.F32OverNp, r.BF16OverNp)
+		}
 		fmt.Println()
-		r = rep.Rows[len(rep.Rows)-1]
 		fmt.Printf("%-20s fastest call: f32 %7.1f   bf16 %7.1f   bf16 A rounded %7.1f   f16 %7.1f GFLOP/s", "", r.Fastest.F32, r.Fastest.BF16, r.Fastest.BF16RoundA, r.Fastest.F16)
 		if r.Fastest.F32OverNp > 0 {
 			fmt.Printf("   numpy f32 %7.1f   f32/numpy %.2f   bf16/numpy %.2f", r.Fastest.Numpy, r.Fastest.F32OverNp, r.Fastest.BF16OverNp)
@@ -291,19 +291,25 @@ func measureShape(par kernels.Par, s shape, dur time.Duration, np *numpyProc) ro
 // timeLoop runs f once to warm up, then until d has passed; it returns the
 // time, the calls timed and the fastest call.
 func timeLoop(d time.Duration, f func()) (time.Duration, int, time.Duration) {
+	return timeLoopClock(time.Now, d, f)
+}
+
+// timeLoopClock is timeLoop reading the time from now.
+func timeLoopClock(now func() time.Time, d time.Duration, f func()) (time.Duration, int, time.Duration) {
 	f()
-	start := time.Now()
+	start := now()
 	n := 0
 	var best time.Duration
-	for last := start; last.Sub(start) < d || n == 0; n++ {
+	last := start
+	for ; last.Sub(start) < d || n == 0; n++ {
 		f()
-		now := time.Now()
-		if call := now.Sub(last); n == 0 || call < best {
+		t := now()
+		if call := t.Sub(last); n == 0 || call < best {
 			best = call
 		}
-		last = now
+		last = t
 	}
-	return time.Since(start), n, best
+	return last.Sub(start), n, best
 }
 
 func randF32(rng *rand.Rand, n int) []float32 {

@@ -18,19 +18,28 @@ func TestMedianOf(t *testing.T) {
 	assert.Zero(t, medianOf(nil, frac))
 }
 
-// TestTimeLoop: the fastest call is one of the calls timed, so it is no
-// slower than their mean, and each call lasts at least what f waits for.
+// TestTimeLoop runs timeLoopClock on a clock that only f moves: one
+// warm-up call, then calls until d has passed, the total and the fastest
+// call read from that clock.
 func TestTimeLoop(t *testing.T) {
+	clock := time.Unix(0, 0)
+	now := func() time.Time { return clock }
+	steps := []time.Duration{7, 3, 2, 4, 1, 9} // ms: the warm-up, then the timed calls
 	calls := 0
 	f := func() {
+		clock = clock.Add(steps[calls] * time.Millisecond)
 		calls++
-		for start := time.Now(); time.Since(start) < time.Millisecond; {
-		}
 	}
-	total, n, best := timeLoop(5*time.Millisecond, f)
-	assert.Equal(t, n+1, calls, "one warm-up call, then the timed ones")
-	assert.GreaterOrEqual(t, n, 1)
-	assert.GreaterOrEqual(t, best, time.Millisecond)
-	assert.LessOrEqual(t, best, total/time.Duration(n))
-	assert.GreaterOrEqual(t, total, 5*time.Millisecond)
+	total, n, best := timeLoopClock(now, 9*time.Millisecond, f)
+	assert.Equal(t, 4, calls, "the warm-up, then calls until 9 ms have passed (3+2+4)")
+	assert.Equal(t, 3, n)
+	assert.Equal(t, 9*time.Millisecond, total)
+	assert.Equal(t, 2*time.Millisecond, best, "the fastest timed call, not the warm-up")
+
+	calls = 0
+	steps = []time.Duration{1, 20}
+	total, n, best = timeLoopClock(now, 0, f)
+	assert.Equal(t, 1, n, "at least one timed call even when d is 0")
+	assert.Equal(t, 20*time.Millisecond, total)
+	assert.Equal(t, 20*time.Millisecond, best)
 }
