@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"errors"
-	"math"
 	"path/filepath"
 	"sync"
 	"syscall"
@@ -12,7 +11,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/tandemrl/tandem/backend/local"
 	"github.com/tandemrl/tandem/backend/openai"
 	"github.com/tandemrl/tandem/backend/tinker"
 	"github.com/tandemrl/tandem/basemodel"
@@ -37,7 +35,11 @@ import (
 // back without adapters, the pool moves its calls to the other host and
 // re-admits it with the newest version. The run completes with no group
 // trained beyond max staleness, every prompt accounted for, each trainer
-// step applied once (the trainer's step log), and the reward rising.
+// step applied once (the trainer's step log), and the reward rising; and
+// the processes did exactly what the embedded engine does in this process:
+// every sampled token's log-prob is the one of the version its call
+// reported (sampleLog.audit), every trainer step matches a replay of the
+// same calls (trainerLog.replay).
 func TestMultiHost(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the tandem command and runs three server processes in network namespaces")
@@ -54,8 +56,9 @@ func TestMultiHost(t *testing.T) {
 	tc, err := tinker.New(ctx, tinker.Options{BaseURL: trainer.url(), APIKey: apiKey, RetryMaxElapsed: recoverForever})
 	require.NoError(t, err)
 	defer tc.Close()
-	tr, err := tc.NewTrainer(ctx, basemodel.Name, lora)
+	remote, err := tc.NewTrainer(ctx, basemodel.Name, lora)
 	require.NoError(t, err)
+	tr := &trainerLog{Trainer: remote}
 
 	st, err := checkpoint.Open(store)
 	require.NoError(t, err)
@@ -104,8 +107,9 @@ func TestMultiHost(t *testing.T) {
 		}
 	}}
 	led := &ledger.Ledger{}
+	smp := &sampleLog{Sampler: pool}
 	lp, err := loop.New(cfg, loop.Deps{
-		Trainer: tr, Samplers: []rl.Sampler{pool},
+		Trainer: tr, Samplers: []rl.Sampler{smp},
 		Dataset: rollout.NewSliceDataset(problems(t), 0, -1), Decode: arithmetic.Decode,
 		Observer: c.observe, Ledger: led,
 	})
@@ -128,16 +132,17 @@ func TestMultiHost(t *testing.T) {
 	t.Logf("rewards across hosts: %s (rise %.3f)", formatCurve(r), rise)
 	assert.Greater(t, rise, minRise, "the loop across hosts did not learn")
 
-	// The same loop (k = 1, same seeds, no kill) in this process on the
-	// embedded backend: the reward it ends on is the one the hosts should
-	// reach, within the noise of a few 64-sample means.
+	// Exactly what the processes did, call by call, against the embedded
+	// engine in this process: every sampled token's log-prob at the
+	// version its call reported, every trainer step on the same data.
 	if raceEnabled {
-		t.Log("in-process comparison skipped under the race detector (.ci/run runs this test again without it)")
+		t.Log("audits against this process skipped under the race detector (.ci/run runs this test again without it)")
 	} else {
-		l := inProcessRewards(ctx, t, cfg)
-		gap := mean(r[steps-3:]) - mean(l[steps-3:])
-		t.Logf("rewards in process:  %s (rise %.3f); last 3 steps, hosts minus in process: %+.3f", formatCurve(l), mean(l[steps-3:])-mean(l[:3]), gap)
-		assert.LessOrEqual(t, math.Abs(gap), maxLearningGap, "the loop across hosts does not learn as it does in process")
+		audited := smp.audit(ctx, t, st)
+		for _, r := range reps {
+			assert.Positive(t, audited[r.Name], "samples of replica %s audited", r.Name)
+		}
+		assert.Equal(t, steps, tr.replay(ctx, t, lora), "optimizer steps replayed")
 	}
 
 	seen := map[string]bool{}
@@ -212,28 +217,4 @@ func (k *killOnCall) Sample(ctx context.Context, prompt rl.ModelInput, n int, p 
 // Reload passes the pool's re-registration through to the sampler.
 func (k *killOnCall) Reload(ctx context.Context, ref policy.Ref) error {
 	return k.Sampler.(samplerpool.Reloader).Reload(ctx, ref)
-}
-
-// maxLearningGap bounds how far the mean reward of the last three steps of
-// two runs of one config may differ. Each is a mean of 3 × 64 rewards in
-// [0, 1.1]; with rewards near their ceiling that mean's standard deviation
-// is about 0.03, and asynchronous runs (k = 1) whose sampled rollouts
-// differ after the first step move apart by up to about 0.1 over seeds.
-const maxLearningGap = 0.2
-
-// inProcessRewards runs cfg in this process on backend/local and returns
-// the reward of each step.
-func inProcessRewards(ctx context.Context, t *testing.T, cfg rl.Config) []float64 {
-	t.Helper()
-	base, err := basemodel.Load()
-	require.NoError(t, err)
-	cfg.Run += "-local"
-	tr, err := local.NewTrainer(base, local.TrainerOptions{Run: cfg.Run})
-	require.NoError(t, err)
-	defer tr.Close()
-	smp, err := local.NewSampler(base, local.SamplerOptions{Shelf: tr.Shelf()})
-	require.NoError(t, err)
-	r := runLoopConfig(ctx, t, cfg, tr, smp, nil).rewards()
-	require.Len(t, r, steps)
-	return r
 }
