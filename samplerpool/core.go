@@ -142,9 +142,17 @@ func contains(s []int, x int) bool {
 	return false
 }
 
-// release ends a call on replica i. It reports whether the call ejected
-// the replica.
-func (c *core) release(i int, out outcome, now time.Time) (ejected bool) {
+// admission numbers replica i's current admission (its re-admissions so
+// far); a caller reads it with acquire and hands it back to release.
+func (c *core) admission(i int) int64 { return c.reps[i].readmissions }
+
+// release ends a call on replica i that began in admission since. It
+// reports whether the call ejected the replica. A transient failure of a
+// call that began before the replica's latest re-admission (one cut off
+// by the failure that ejected it, ending only now) is counted but neither
+// adds to the consecutive failures nor ejects: it says nothing of the
+// replica since it came back.
+func (c *core) release(i int, since int64, out outcome, now time.Time) (ejected bool) {
 	r := &c.reps[i]
 	r.outstanding--
 	switch out {
@@ -152,6 +160,9 @@ func (c *core) release(i int, out outcome, now time.Time) (ejected bool) {
 		r.consec = 0
 	case outcomeTransient:
 		r.failures++
+		if since != r.readmissions {
+			return false
+		}
 		r.consec++
 		if !r.ejected && r.consec >= c.maxFail {
 			c.eject(i, now)

@@ -44,6 +44,9 @@ func mustAcquire(t *testing.T, c *core, tried ...int) int {
 	return i
 }
 
+// release ends a call on replica i begun in its current admission.
+func release(c *core, i int, out outcome) bool { return c.release(i, c.admission(i), out, t0) }
+
 func TestCoreRoutesByOutstanding(t *testing.T) {
 	t.Parallel()
 	c := newTestCore(3, 3, 0)
@@ -54,7 +57,7 @@ func TestCoreRoutesByOutstanding(t *testing.T) {
 	assert.Equal(t, 2, mustAcquire(t, c))
 	assert.Equal(t, 0, mustAcquire(t, c))
 	// b finishes: it now has the fewest outstanding.
-	c.release(1, outcomeOK, t0)
+	c.release(1, c.admission(1), outcomeOK, t0)
 	assert.Equal(t, 1, mustAcquire(t, c))
 	s := c.stats()
 	assert.Equal(t, []int{2, 1, 1}, []int{s.Replicas[0].Outstanding, s.Replicas[1].Outstanding, s.Replicas[2].Outstanding})
@@ -69,7 +72,7 @@ func TestCoreMaxOutstanding(t *testing.T) {
 	assert.Equal(t, 1, mustAcquire(t, c))
 	_, res := c.acquire(nil)
 	assert.Equal(t, pickFull, res)
-	c.release(1, outcomeOK, t0)
+	c.release(1, c.admission(1), outcomeOK, t0)
 	assert.Equal(t, 1, mustAcquire(t, c))
 }
 
@@ -80,16 +83,16 @@ func TestCoreEjectsAfterMaxFailures(t *testing.T) {
 	for k := range 2 {
 		i := mustAcquire(t, c)
 		require.Equal(t, 0, i)
-		assert.False(t, c.release(i, outcomeTransient, t0), "failure %d", k+1)
+		assert.False(t, c.release(i, c.admission(i), outcomeTransient, t0), "failure %d", k+1)
 	}
 	// A success resets the count; a non-transient error does not count.
-	c.release(mustAcquire(t, c), outcomeOK, t0)
-	c.release(mustAcquire(t, c), outcomeError, t0)
-	c.release(mustAcquire(t, c), outcomeCanceled, t0)
+	release(c, mustAcquire(t, c), outcomeOK)
+	release(c, mustAcquire(t, c), outcomeError)
+	release(c, mustAcquire(t, c), outcomeCanceled)
 	for k := range 3 {
 		i := mustAcquire(t, c)
 		require.Equal(t, 0, i)
-		assert.Equal(t, k == 2, c.release(i, outcomeTransient, t0), "failure %d", k+1)
+		assert.Equal(t, k == 2, c.release(i, c.admission(i), outcomeTransient, t0), "failure %d", k+1)
 	}
 	s := c.stats().Replicas[0]
 	assert.False(t, s.Healthy)
@@ -109,13 +112,13 @@ func TestCoreRetryNeverReturnsToFailedReplica(t *testing.T) {
 	c := newTestCore(3, 3, 0)
 	loadAll(c, 1)
 	i := mustAcquire(t, c)
-	c.release(i, outcomeTransient, t0)
+	c.release(i, c.admission(i), outcomeTransient, t0)
 	j := mustAcquire(t, c, i)
 	assert.NotEqual(t, i, j)
-	c.release(j, outcomeTransient, t0)
+	c.release(j, c.admission(j), outcomeTransient, t0)
 	k := mustAcquire(t, c, i, j)
 	assert.Equal(t, 2, k)
-	c.release(k, outcomeTransient, t0)
+	c.release(k, c.admission(k), outcomeTransient, t0)
 	_, res := c.acquire([]int{i, j, k})
 	assert.Equal(t, pickNone, res)
 	s := c.stats()
@@ -161,7 +164,7 @@ func TestCoreReadmitsAfterProbeAndReload(t *testing.T) {
 	c := newTestCore(2, 1, 0)
 	loadAll(c, 1)
 	i := mustAcquire(t, c)
-	require.True(t, c.release(i, outcomeTransient, t0))
+	require.True(t, c.release(i, c.admission(i), outcomeTransient, t0))
 	// Nothing due before the back-off.
 	jobs, next, ok := c.dueWork(t0, nil)
 	assert.Empty(t, jobs)
@@ -193,6 +196,33 @@ func TestCoreReadmitsAfterProbeAndReload(t *testing.T) {
 	assert.Equal(t, int64(1), s.Readmissions)
 	assert.Equal(t, int64(1), s.ProbeFailures)
 	assert.Equal(t, 0, mustAcquire(t, c), "re-admitted on the newest version, a is preferred again by index")
+}
+
+// A call cut off by the failure that ejected its replica may end only
+// after the replica came back: its failure is counted but does not eject
+// the re-admitted replica; a call begun after the re-admission does.
+func TestCoreOldCallDoesNotEjectReadmitted(t *testing.T) {
+	t.Parallel()
+	c := newTestCore(2, 1, 0)
+	loadAll(c, 1)
+	first := mustAcquire(t, c)
+	sinceFirst := c.admission(first)
+	second := mustAcquire(t, c, 1) // another call on a, in flight when the first fails
+	require.Equal(t, first, second)
+	require.True(t, release(c, first, outcomeTransient))
+	jobs, next, ok := c.dueWork(t0, nil)
+	require.Empty(t, jobs)
+	require.True(t, ok)
+	jobs, _, _ = c.dueWork(next, nil)
+	require.Len(t, jobs, 1)
+	require.True(t, c.probed(jobs[0], true, nil, next))
+
+	assert.False(t, c.release(second, sinceFirst, outcomeTransient, next), "a call of the previous admission")
+	s := c.stats().Replicas[first]
+	assert.True(t, s.Healthy)
+	assert.Equal(t, int64(2), s.Failures, "its failure is still counted")
+	assert.Equal(t, first, mustAcquire(t, c), "still routable")
+	assert.True(t, release(c, first, outcomeTransient), "a call of this admission ejects")
 }
 
 func TestCoreGap(t *testing.T) {

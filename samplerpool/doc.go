@@ -25,7 +25,10 @@
 // A call that fails with a transient error (Config.IsTransient, by default
 // IsTransient: rl.IsTransient, a Retryable() status, or a connection-level
 // error) counts against its replica; Config.MaxFailures consecutive ones
-// eject it. The call is then retried on another replica, at most
+// eject it; a call that began before the replica's latest re-admission
+// (cut off by the outage that ejected it, ending only after the replica
+// came back) is counted but neither adds to that run nor ejects it. The
+// call is then retried on another replica, at most
 // Config.Retries times, and never again on a replica where it already
 // failed. A retried call's result is whatever the next replica returns:
 // the failed attempt returned nothing, so nothing is trained twice. A

@@ -94,7 +94,7 @@ func (p *Pool) SampleReplica(ctx context.Context, prompt rl.ModelInput, n int, s
 	tried := buf[:0]
 	var lastErr error
 	for {
-		i, err := p.acquire(ctx, tried)
+		i, since, err := p.acquire(ctx, tried)
 		if err != nil {
 			if lastErr != nil && errors.Is(err, ErrNoReplica) {
 				return rl.SampleOutput{}, p.reps[tried[len(tried)-1]].Name, lastErr
@@ -104,7 +104,7 @@ func (p *Pool) SampleReplica(ctx context.Context, prompt rl.ModelInput, n int, s
 		out, err := p.reps[i].Sampler.Sample(ctx, prompt, n, sp)
 		kind := p.classify(ctx, err)
 		p.mu.Lock()
-		ejected := p.core.release(i, kind, p.cfg.Clock.Now())
+		ejected := p.core.release(i, since, kind, p.cfg.Clock.Now())
 		p.notifyLocked()
 		p.mu.Unlock()
 		if ejected {
@@ -132,18 +132,20 @@ func (p *Pool) classify(ctx context.Context, err error) outcome {
 }
 
 // acquire routes one attempt, waiting while every routable replica is at
-// MaxOutstanding. On cancellation it leaves the state unchanged.
-func (p *Pool) acquire(ctx context.Context, tried []int) (int, error) {
+// MaxOutstanding, and returns the replica and its admission (for
+// core.release). On cancellation it leaves the state unchanged.
+func (p *Pool) acquire(ctx context.Context, tried []int) (int, int64, error) {
 	for {
 		p.mu.Lock()
 		i, res := p.core.acquire(tried)
 		if res == picked {
+			since := p.core.admission(i)
 			p.mu.Unlock()
-			return i, nil
+			return i, since, nil
 		}
 		if res == pickNone {
 			p.mu.Unlock()
-			return -1, ErrNoReplica
+			return -1, 0, ErrNoReplica
 		}
 		if p.freed == nil {
 			p.freed = make(chan struct{})
@@ -152,7 +154,7 @@ func (p *Pool) acquire(ctx context.Context, tried []int) (int, error) {
 		p.mu.Unlock()
 		select {
 		case <-ctx.Done():
-			return -1, context.Cause(ctx)
+			return -1, 0, context.Cause(ctx)
 		case <-ch:
 		}
 	}

@@ -20,6 +20,7 @@ type model struct {
 	served  []int64 // -1: never loaded
 	out     []int
 	consec  []int
+	adm     []int64 // re-admissions so far
 	maxFail int
 	maxOut  int
 	target  int64
@@ -27,7 +28,7 @@ type model struct {
 
 func newModel(n, maxFail, maxOut int) *model {
 	m := &model{ejected: make([]bool, n), served: make([]int64, n), out: make([]int, n), consec: make([]int, n),
-		maxFail: maxFail, maxOut: maxOut, target: -1}
+		adm: make([]int64, n), maxFail: maxFail, maxOut: maxOut, target: -1}
 	for i := range m.served {
 		m.served[i] = -1
 	}
@@ -73,7 +74,11 @@ func TestCoreMatchesReferenceModel(t *testing.T) {
 		maxOut := rng.IntN(3)
 		c := newTestCore(n, maxFail, maxOut)
 		m := newModel(n, maxFail, maxOut)
-		var inflight []int
+		type call struct {
+			i     int
+			since int64 // the admission it began in
+		}
+		var inflight []call
 		now := t0
 		for step := range 300 {
 			now = now.Add(time.Second)
@@ -91,11 +96,11 @@ func TestCoreMatchesReferenceModel(t *testing.T) {
 				require.Equal(t, wi, gi, "seed %d step %d: replica", seed, step)
 				if gres == picked {
 					m.out[gi]++
-					inflight = append(inflight, gi)
+					inflight = append(inflight, call{gi, m.adm[gi]})
 				}
 			case op < 7 && len(inflight) > 0: // a call ends: ok, transient, other, cancelled
 				k := rng.IntN(len(inflight))
-				i := inflight[k]
+				i, since := inflight[k].i, inflight[k].since
 				inflight = slices.Delete(inflight, k, k+1)
 				out := outcome(rng.IntN(4))
 				m.out[i]--
@@ -104,12 +109,15 @@ func TestCoreMatchesReferenceModel(t *testing.T) {
 				case outcomeOK:
 					m.consec[i] = 0
 				case outcomeTransient:
+					if since != m.adm[i] {
+						break // begun before the latest re-admission
+					}
 					m.consec[i]++
 					if !m.ejected[i] && m.consec[i] >= maxFail {
 						m.ejected[i], wantEject = true, true
 					}
 				}
-				require.Equal(t, wantEject, c.release(i, out, now), "seed %d step %d: ejection", seed, step)
+				require.Equal(t, wantEject, c.release(i, since, out, now), "seed %d step %d: ejection", seed, step)
 			case op < 8: // Load of the next version; some replicas fail it
 				m.target++
 				v := policy.Version(m.target)
@@ -136,6 +144,7 @@ func TestCoreMatchesReferenceModel(t *testing.T) {
 						require.True(t, m.ejected[j.i])
 						if ok {
 							m.ejected[j.i], m.consec[j.i] = false, 0
+							m.adm[j.i]++
 							if j.hasRef && m.served[j.i] < int64(j.ref.Version) {
 								m.served[j.i] = int64(j.ref.Version)
 							}
