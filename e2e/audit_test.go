@@ -148,10 +148,14 @@ func (s *sampleLog) audit(ctx context.Context, t *testing.T, st *checkpoint.Stor
 	for _, name := range names {
 		a := byReplica[name]
 		tokens[name] = a.tokens
-		t.Logf("sample audit, replica %s: %d tokens over %d versions, |sampler − in process| mean %.1e, worst %.1e (version %d)",
-			name, a.tokens, len(at), a.sum/float64(max(a.tokens, 1)), a.worst, a.worstVersion)
+		label := "replica " + name
+		if name == "" {
+			label = "the sampler" // not a pool's replica
+		}
+		t.Logf("sample audit, %s: %d tokens over %d versions, |sampler − in process| mean %.1e, worst %.1e (version %d)",
+			label, a.tokens, len(at), a.sum/float64(max(a.tokens, 1)), a.worst, a.worstVersion)
 		assert.LessOrEqual(t, a.worst, sampleTolerance,
-			"replica %s: a sampled token's log-prob is not the one of the version its call reported (version %d)", name, a.worstVersion)
+			"%s: a sampled token's log-prob is not the one of the version its call reported (version %d)", label, a.worstVersion)
 	}
 	return tokens
 }

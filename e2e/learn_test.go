@@ -46,10 +46,11 @@ func TestRemoteLoopLearns(t *testing.T) {
 	defer sc.Close()
 	tr, err := tc.NewTrainer(ctx, basemodel.Name, lora)
 	require.NoError(t, err)
-	smp := sc.NewSampler(basemodel.Name)
+	trLog := &trainerLog{Trainer: tr}
+	smpLog := &sampleLog{Sampler: sc.NewSampler(basemodel.Name)}
 
 	start := time.Now()
-	remote := runLoop(ctx, t, "e2e-remote", tr, smp, nil)
+	remote := runLoop(ctx, t, "e2e-remote", trLog, smpLog, nil)
 	remoteTime := time.Since(start)
 
 	r := remote.rewards()
@@ -59,11 +60,17 @@ func TestRemoteLoopLearns(t *testing.T) {
 	t.Logf("rise of the mean reward across processes, last 3 steps vs first 3: %.3f", riseR)
 	assert.Greater(t, riseR, minRise, "the loop across processes did not learn")
 
-	// The same loop in process, for comparison (under the race detector
+	// The same loop in process, for comparison, and the processes' calls
+	// audited against the engine in this process (under the race detector
 	// the engine in this process is too slow for a quick test).
 	if raceEnabled {
-		t.Log("in-process comparison skipped under the race detector")
+		t.Log("in-process comparison and audits skipped under the race detector")
 	} else {
+		st, err := checkpoint.Open(store)
+		require.NoError(t, err)
+		assert.Positive(t, smpLog.audit(ctx, t, st)[""], "samples audited")
+		assert.Equal(t, steps, trLog.replay(ctx, t, lora), "optimizer steps replayed")
+
 		base, err := basemodel.Load()
 		require.NoError(t, err)
 		ltr, err := local.NewTrainer(base, local.TrainerOptions{Run: "e2e-local"})
