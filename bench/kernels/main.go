@@ -80,6 +80,47 @@ var shapes = []shape{
 	{"XWt-512x8192x1024", 512, 8192, 1024, true},
 }
 
+// loraShape is one product of a rank-16 LoRA on Qwen3-0.6B's MLP up
+// projection (1024 → 3072) over a training batch of 8 × 256 tokens, as
+// engine/layers.go calls it: op(A) is M×K, op(B) K×N, and Beta is the
+// engine's (1 where the product is added to an output or a gradient).
+type loraShape struct {
+	Name   string  `json:"name"`
+	TransA bool    `json:"trans_a"`
+	TransB bool    `json:"trans_b"`
+	M      int     `json:"m"`
+	N      int     `json:"n"`
+	K      int     `json:"k"`
+	Beta   float32 `json:"beta"`
+}
+
+// loraShapes: the forward pass's u = x·Aᵀ and y += s·u·Bᵀ, the backward
+// pass's t = dy·B and dx += s·t·A, and the adapter's gradients
+// gB += s·dyᵀ·u and gA += s·tᵀ·x (engine/layers.go).
+var loraShapes = []loraShape{
+	{"lora-xAt-2048x16x1024", false, true, 2048, 16, 1024, 0},
+	{"lora-uBt-2048x3072x16", false, true, 2048, 3072, 16, 1},
+	{"lora-dyB-2048x16x3072", false, false, 2048, 16, 3072, 0},
+	{"lora-tA-2048x1024x16", false, false, 2048, 1024, 16, 1},
+	{"lora-dytu-3072x16x2048", true, false, 3072, 16, 2048, 1},
+	{"lora-ttx-16x1024x2048", true, false, 16, 1024, 2048, 1},
+}
+
+// loraRow is one LoRA product's float32 rate beside numpy's (which
+// computes it with beta 0: np.matmul into C).
+type loraRow struct {
+	Shape     string  `json:"shape"`
+	Beta      float32 `json:"beta"`
+	F32       float64 `json:"f32_gflops"`
+	Numpy     float64 `json:"numpy_gflops,omitempty"`
+	F32OverNp float64 `json:"f32_over_numpy,omitempty"`
+	Fastest   struct {
+		F32       float64 `json:"f32_gflops"`
+		Numpy     float64 `json:"numpy_gflops,omitempty"`
+		F32OverNp float64 `json:"f32_over_numpy,omitempty"`
+	} `json:"fastest"`
+}
+
 type row struct {
 	Shape       string  `json:"shape"`
 	F32         float64 `json:"f32_gflops"`
@@ -110,19 +151,20 @@ type fastest struct {
 }
 
 type report struct {
-	Threads         int     `json:"threads"`
-	Implementation  string  `json:"f32_implementation"`
-	BF16Impl        string  `json:"bf16_implementation"`
-	F16Impl         string  `json:"f16_implementation"`
-	Rows            []row   `json:"rows"`
-	BandwidthGBs    float64 `json:"memory_bandwidth_gbs"`
-	DecodeBF16GBs   float64 `json:"decode_stream_bf16_gbs"`
-	DecodeF32GBs    float64 `json:"decode_stream_f32_gbs"`
-	DecodeF16GBs    float64 `json:"decode_stream_f16_gbs"`
-	DecodeF16Frac   float64 `json:"decode_stream_f16_of_bandwidth"`
-	DecodeF16OverF  float64 `json:"decode_stream_f16_speedup"`
-	DecodeBF16Frac  float64 `json:"decode_stream_bf16_of_bandwidth"`
-	DecodeBF16OverF float64 `json:"decode_stream_bf16_speedup"`
+	Threads         int       `json:"threads"`
+	Implementation  string    `json:"f32_implementation"`
+	BF16Impl        string    `json:"bf16_implementation"`
+	F16Impl         string    `json:"f16_implementation"`
+	Rows            []row     `json:"rows"`
+	LoraRows        []loraRow `json:"lora_rows"`
+	BandwidthGBs    float64   `json:"memory_bandwidth_gbs"`
+	DecodeBF16GBs   float64   `json:"decode_stream_bf16_gbs"`
+	DecodeF32GBs    float64   `json:"decode_stream_f32_gbs"`
+	DecodeF16GBs    float64   `json:"decode_stream_f16_gbs"`
+	DecodeF16Frac   float64   `json:"decode_stream_f16_of_bandwidth"`
+	DecodeF16OverF  float64   `json:"decode_stream_f16_speedup"`
+	DecodeBF16Frac  float64   `json:"decode_stream_bf16_of_bandwidth"`
+	DecodeBF16OverF float64   `json:"decode_stream_bf16_speedup"`
 	// DecodeRounds are decodeStream's rounds, each with the bandwidth
 	// read just before it; the Beside fields are the medians over them of
 	// each product's rate over that bandwidth.
@@ -196,6 +238,23 @@ func main() {
 		}
 		fmt.Println()
 	}
+	fmt.Println("rank-16 LoRA products (float32 adapters; the engine at its beta, numpy at beta 0):")
+	for _, s := range loraShapes {
+		r := measureLora(par, s, dur, np)
+		if r.Numpy > 0 && rep.CoreName != "" {
+			r.F32OverNp, r.Fastest.F32OverNp = r.F32/r.Numpy, r.Fastest.F32/r.Fastest.Numpy
+		}
+		rep.LoraRows = append(rep.LoraRows, r)
+		fmt.Printf("%-23s beta %g   f32 %7.1f GFLOP/s", s.Name, s.Beta, r.F32)
+		if r.F32OverNp > 0 {
+			fmt.Printf("   numpy f32 %7.1f   f32/numpy %.2f", r.Numpy, r.F32OverNp)
+		}
+		fmt.Printf("   fastest call: f32 %7.1f", r.Fastest.F32)
+		if r.Fastest.F32OverNp > 0 {
+			fmt.Printf("   numpy f32 %7.1f   f32/numpy %.2f", r.Fastest.Numpy, r.Fastest.F32OverNp)
+		}
+		fmt.Println()
+	}
 	rd := newReader(*threads)
 	rep.BandwidthGBs = rd.best(5, dur)
 	rep.DecodeBF16GBs, rep.DecodeF16GBs, rep.DecodeF32GBs, rep.DecodeRounds = decodeStream(par, dur, rd)
@@ -264,7 +323,7 @@ func measureShape(par kernels.Par, s shape, dur time.Duration, np *numpyProc) ro
 			}
 		}
 		if np != nil {
-			g, gBest, err := np.measure(s, dur/12)
+			g, gBest, err := np.measure(numpyReq{M: s.M, N: s.N, K: s.K, TransB: s.TransB}, dur/12)
 			np.settle()
 			if err == nil {
 				npSum += g
@@ -284,6 +343,52 @@ func measureShape(par kernels.Par, s shape, dur time.Duration, np *numpyProc) ro
 	if npRounds > 0 {
 		r.Numpy = npSum / float64(npRounds)
 		r.Fastest.Numpy = npBest
+	}
+	return r
+}
+
+// measureLora times Sgemm and (with np) numpy on s in turn, four rounds
+// of a twelfth of dur each, as measureShape does.
+func measureLora(par kernels.Par, s loraShape, dur time.Duration, np *numpyProc) loraRow {
+	rng := rand.New(rand.NewPCG(3, uint64(s.M*s.N)))
+	a := randF32(rng, s.M*s.K)
+	b := randF32(rng, s.K*s.N)
+	c := randF32(rng, s.M*s.N)
+	lda, ldb := s.K, s.N
+	if s.TransA {
+		lda = s.M
+	}
+	if s.TransB {
+		ldb = s.K
+	}
+	product := func() { par.Sgemm(s.TransA, s.TransB, s.M, s.N, s.K, 1, a, lda, b, ldb, s.Beta, c, s.N) }
+	flops := 2 * float64(s.M) * float64(s.N) * float64(s.K)
+	var total, best time.Duration
+	calls := 0
+	var npSum, npBest float64
+	npRounds := 0
+	for range 4 {
+		d, n, fast := timeLoop(dur/12, product)
+		total, calls = total+d, calls+n
+		if best == 0 || fast < best {
+			best = fast
+		}
+		if np != nil {
+			g, gBest, err := np.measure(numpyReq{M: s.M, N: s.N, K: s.K, TransA: s.TransA, TransB: s.TransB}, dur/12)
+			np.settle()
+			if err == nil {
+				npSum += g
+				npBest = max(npBest, gBest)
+				npRounds++
+			} else {
+				fmt.Println("numpy:", err)
+			}
+		}
+	}
+	r := loraRow{Shape: s.Name, Beta: s.Beta, F32: flops * float64(calls) / total.Seconds() / 1e9}
+	r.Fastest.F32 = flops / best.Seconds() / 1e9
+	if npRounds > 0 {
+		r.Numpy, r.Fastest.Numpy = npSum/float64(npRounds), npBest
 	}
 	return r
 }
@@ -521,27 +626,33 @@ func startNumpy(threads int, openblas, coreType string) (*numpyProc, error) {
 	return p, nil
 }
 
-// measure asks for s's product repeated for d and returns its GFLOP/s, over
-// all calls and over the fastest.
-func (p *numpyProc) measure(s shape, d time.Duration) (float64, float64, error) {
-	req, _ := json.Marshal(map[string]any{"m": s.M, "n": s.N, "k": s.K, "trans_b": s.TransB, "seconds": d.Seconds()})
+// numpyReq is one product for numpy_ref.py: op(A)·op(B), op(A) M×K.
+type numpyReq struct {
+	M, N, K        int
+	TransA, TransB bool
+}
+
+// measure asks for r's product repeated for d and returns its GFLOP/s,
+// over all calls and over the fastest.
+func (p *numpyProc) measure(r numpyReq, d time.Duration) (float64, float64, error) {
+	req, _ := json.Marshal(map[string]any{"m": r.M, "n": r.N, "k": r.K, "trans_a": r.TransA, "trans_b": r.TransB, "seconds": d.Seconds()})
 	if _, err := fmt.Fprintf(p.in, "%s\n", req); err != nil {
 		return 0, 0, err
 	}
 	if !p.out.Scan() {
 		return 0, 0, fmt.Errorf("numpy_ref.py stopped answering")
 	}
-	var r struct {
+	var ans struct {
 		GFLOPS *float64 `json:"gflops"`
 		Best   *float64 `json:"best_gflops"`
 	}
-	if err := json.Unmarshal(p.out.Bytes(), &r); err != nil {
+	if err := json.Unmarshal(p.out.Bytes(), &ans); err != nil {
 		return 0, 0, fmt.Errorf("numpy_ref.py answered %q: %w", p.out.Text(), err)
 	}
-	if r.GFLOPS == nil || r.Best == nil {
+	if ans.GFLOPS == nil || ans.Best == nil {
 		return 0, 0, fmt.Errorf("numpy_ref.py answered %q, want gflops and best_gflops", p.out.Text())
 	}
-	return *r.GFLOPS, *r.Best, nil
+	return *ans.GFLOPS, *ans.Best, nil
 }
 
 // settle waits until the numpy process has used less than a tenth of a

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+
+	"github.com/tandemrl/tandem/engine/kernels"
 )
 
 // TestMedianOf: the median of the rounds' fractions, odd and even counts,
@@ -42,4 +44,22 @@ func TestTimeLoop(t *testing.T) {
 	assert.Equal(t, 1, n, "at least one timed call even when d is 0")
 	assert.Equal(t, 20*time.Millisecond, total)
 	assert.Equal(t, 20*time.Millisecond, best)
+}
+
+// TestMeasureLora runs every LoRA product once per round (a zero
+// duration: one warm-up and one timed call each) with each shape's
+// operands, which must fit the product's dimensions and leading
+// dimensions (Sgemm panics otherwise), and reports a rate for each.
+func TestMeasureLora(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the six products eight times each")
+	}
+	par := kernels.Par{Threads: 1}
+	for _, s := range loraShapes {
+		r := measureLora(par, s, 0, nil)
+		assert.Equal(t, s.Name, r.Shape)
+		assert.Positive(t, r.F32, s.Name)
+		assert.GreaterOrEqual(t, r.Fastest.F32, r.F32, "%s: the fastest call is at least the mean rate", s.Name)
+		assert.Zero(t, r.Numpy, "no numpy process")
+	}
 }

@@ -3,8 +3,9 @@ bench/kernels, which alternates them with its own measurements.
 
 Protocol: the first line printed is a JSON object naming the BLAS library
 loaded and OpenBLAS's core name; then each line read from stdin, a JSON
-object {"m", "n", "k", "trans_b", "seconds"}, is answered by a line
-{"gflops": ..., "best_gflops": ...}: the product A·op(B) repeated for that
+object {"m", "n", "k", "trans_a" (optional, false), "trans_b", "seconds"},
+is answered by a line {"gflops": ..., "best_gflops": ...}: the product
+op(A)·op(B) (op(A) m×k, stored k×m when trans_a) repeated for that
 long after one warm-up, its rate over all the calls and over the fastest.
 """
 import ctypes
@@ -46,17 +47,18 @@ def main():
     for line in sys.stdin:
         s = json.loads(line)
         m, n, k, trans_b = s["m"], s["n"], s["k"], s["trans_b"]
-        key = (m, n, k, trans_b)
+        trans_a = s.get("trans_a", False)
+        key = (m, n, k, trans_a, trans_b)
         if key not in cache:
-            a = rng.standard_normal((m, k), dtype=np.float32)
+            a = rng.standard_normal((k, m) if trans_a else (m, k), dtype=np.float32)
             b = rng.standard_normal((n, k) if trans_b else (k, n), dtype=np.float32)
-            cache[key] = (a, b.T if trans_b else b, np.empty((m, n), dtype=np.float32))
-        a, op_b, c = cache[key]
-        np.matmul(a, op_b, out=c)
+            cache[key] = (a.T if trans_a else a, b.T if trans_b else b, np.empty((m, n), dtype=np.float32))
+        op_a, op_b, c = cache[key]
+        np.matmul(op_a, op_b, out=c)
         iters, start = 0, time.perf_counter()
         last, best = start, float("inf")
         while True:
-            np.matmul(a, op_b, out=c)
+            np.matmul(op_a, op_b, out=c)
             iters += 1
             now = time.perf_counter()
             best, last = min(best, now - last), now
