@@ -312,8 +312,7 @@ func measureShape(par kernels.Par, s shape, dur time.Duration, np *numpyProc) ro
 	total := make([]time.Duration, len(products))
 	calls := make([]int, len(products))
 	best := make([]time.Duration, len(products))
-	var npSum, npBest float64
-	npRounds := 0
+	var npr numpyRates
 	for range 4 {
 		for i, f := range products {
 			d, n, b := timeLoop(dur/12, f)
@@ -322,17 +321,7 @@ func measureShape(par kernels.Par, s shape, dur time.Duration, np *numpyProc) ro
 				best[i] = b
 			}
 		}
-		if np != nil {
-			g, gBest, err := np.measure(numpyReq{M: s.M, N: s.N, K: s.K, TransB: s.TransB}, dur/12)
-			np.settle()
-			if err == nil {
-				npSum += g
-				npBest = max(npBest, gBest)
-				npRounds++
-			} else {
-				fmt.Println("numpy:", err)
-			}
-		}
+		npr.add(np, numpyReq{M: s.M, N: s.N, K: s.K, TransB: s.TransB}, dur/12)
 	}
 	rate := func(i int) float64 { return flops * float64(calls[i]) / total[i].Seconds() / 1e9 }
 	fast := func(i int) float64 { return flops / best[i].Seconds() / 1e9 }
@@ -340,10 +329,7 @@ func measureShape(par kernels.Par, s shape, dur time.Duration, np *numpyProc) ro
 		Fastest: fastest{F32: fast(0), BF16: fast(1), BF16RoundA: fast(2), F16: fast(3)}}
 	r.BF16OverF = r.BF16 / r.F32
 	r.RoundAOverF = r.BF16RoundA / r.F32
-	if npRounds > 0 {
-		r.Numpy = npSum / float64(npRounds)
-		r.Fastest.Numpy = npBest
-	}
+	r.Numpy, r.Fastest.Numpy = npr.mean(), npr.best
 	return r
 }
 
@@ -365,32 +351,51 @@ func measureLora(par kernels.Par, s loraShape, dur time.Duration, np *numpyProc)
 	flops := 2 * float64(s.M) * float64(s.N) * float64(s.K)
 	var total, best time.Duration
 	calls := 0
-	var npSum, npBest float64
-	npRounds := 0
+	var npr numpyRates
 	for range 4 {
 		d, n, fast := timeLoop(dur/12, product)
 		total, calls = total+d, calls+n
 		if best == 0 || fast < best {
 			best = fast
 		}
-		if np != nil {
-			g, gBest, err := np.measure(numpyReq{M: s.M, N: s.N, K: s.K, TransA: s.TransA, TransB: s.TransB}, dur/12)
-			np.settle()
-			if err == nil {
-				npSum += g
-				npBest = max(npBest, gBest)
-				npRounds++
-			} else {
-				fmt.Println("numpy:", err)
-			}
-		}
+		npr.add(np, numpyReq{M: s.M, N: s.N, K: s.K, TransA: s.TransA, TransB: s.TransB}, dur/12)
 	}
 	r := loraRow{Shape: s.Name, Beta: s.Beta, F32: flops * float64(calls) / total.Seconds() / 1e9}
 	r.Fastest.F32 = flops / best.Seconds() / 1e9
-	if npRounds > 0 {
-		r.Numpy, r.Fastest.Numpy = npSum/float64(npRounds), npBest
-	}
+	r.Numpy, r.Fastest.Numpy = npr.mean(), npr.best
 	return r
+}
+
+// numpyRates accumulates numpy's rounds of one product: the sum of their
+// rates over all calls and the best fastest-call rate.
+type numpyRates struct {
+	sum, best float64
+	rounds    int
+}
+
+// add measures req on np for d (nothing without np) and lets np's threads
+// settle; a failed round is printed and left out.
+func (r *numpyRates) add(np *numpyProc, req numpyReq, d time.Duration) {
+	if np == nil {
+		return
+	}
+	g, best, err := np.measure(req, d)
+	np.settle()
+	if err != nil {
+		fmt.Println("numpy:", err)
+		return
+	}
+	r.sum += g
+	r.best = max(r.best, best)
+	r.rounds++
+}
+
+// mean is the mean rate over the rounds (0 without any).
+func (r numpyRates) mean() float64 {
+	if r.rounds == 0 {
+		return 0
+	}
+	return r.sum / float64(r.rounds)
 }
 
 // timeLoop runs f once to warm up, then until d has passed; it returns the
