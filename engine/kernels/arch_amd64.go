@@ -43,6 +43,9 @@ func sdotKernel4x4AVX512(k int, a *float32, lda int, b *float32, ldb int, c *flo
 func sdotKernel1x8AVX512(k int, a *float32, b *float32, ldb int, c *float32, alpha float32, beta float32)
 
 //go:noescape
+func sdotStream2AVX512(k int, a *float32, b0 *float32, b1 *float32, rows int, ldb int, c0 *float32, c1 *float32, alpha float32, beta float32)
+
+//go:noescape
 func copyRowsAVX(dst unsafe.Pointer, src unsafe.Pointer, srcStride int, rowBytes int, rows int)
 
 //go:noescape
@@ -152,6 +155,14 @@ func avx512SdotRow(k int, a, b []float32, ldb int, c []float32, alpha, beta floa
 	sdotKernel1x8AVX512(k, &a[0], &b[0], ldb, &c[0], alpha, beta)
 }
 
+// avx512SdotStream is the dotStreamKernel of avx512SdotTile.
+func avx512SdotStream(k int, a, b0, b1 []float32, rows, ldb int, c0, c1 []float32, alpha, beta float32) {
+	_, _ = a[k-1], c0[rows-1]
+	_, _ = b0[(rows-1)*ldb+k-1], b1[(rows-1)*ldb+k-1]
+	_ = c1[rows-1]
+	sdotStream2AVX512(k, &a[0], &b0[0], &b1[0], rows, ldb, &c0[0], &c1[0], alpha, beta)
+}
+
 func avx2Sdot(x, y []float32) float32 {
 	if len(x) == 0 {
 		return 0
@@ -203,7 +214,7 @@ var (
 		name: "avx512-12x32", mr: 12, nr: 32, kernel: avx512Sgemm,
 		kc: 256, mc: 96, chunk: 8,
 		packBMinRows: 24, packAMinPanels: never, packATransMinPanels: 1,
-		dot:    &dotImpl[float32]{mr: 4, nr: 4, kernel: avx512SdotTile, row: avx512SdotRow, maxRows: avx512DotRows, chunk: 16},
+		dot:    &dotImpl[float32]{mr: 4, nr: 4, kernel: avx512SdotTile, row: avx512SdotRow, stream: avx512SdotStream, maxRows: avx512DotRows, chunk: 16},
 		narrow: avx2SgemmImpl, narrowMaxN: 16, swapMaxN: 16,
 		pool: new(sync.Pool),
 	}

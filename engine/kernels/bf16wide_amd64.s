@@ -9,6 +9,7 @@
 #define WIDEN16(src, dst) VPMOVZXWD src, dst; VPSLLD $16, dst, dst
 #define WDOT4X4 ·bwdotKernel4x4AVX512
 #define WDOT1X8 ·bwdotKernel1x8AVX512
+#define WDOTSTREAM2 ·bwdotStream2AVX512
 #include "widedot_amd64.h"
 
 // The AVX2 twins of sdotKernel3x4 and sdotKernel1x8AVX2.

@@ -246,3 +246,106 @@ sdot1store1:
 	VMOVUPS X0, 16(SI)
 	VZEROUPPER
 	RET
+
+// func sdotStream2AVX512(k int, a *float32, b0 *float32, b1 *float32, rows int, ldb int, c0 *float32, c1 *float32, alpha float32, beta float32)
+//
+// One row of A against two runs of rows of B, rows consecutive rows from
+// b0 and as many from b1, computed pairwise (row i of each at a time),
+// so a thread reads B as two sequential streams: c0[i] = alpha·a·b0[i]ᵀ +
+// beta·c0[i], c1[i] likewise. Each element is summed exactly as in
+// sdotKernel4x4AVX512 (the same 16 lanes in order, the same masked tail,
+// FOLD4's tree) and beta is added as there (a fused multiply-add, C not
+// read when beta is ±0), so it equals the element of a 4×4 tile bit for
+// bit. A product streaming its weights once runs at the machine's read
+// bandwidth this way: the 1×8 kernel's eight rows of a few KiB are eight
+// short streams, which the hardware prefetchers follow badly. Row i of
+// either run's accumulator is Z16 (b0) and Z17 (b1); AX is the byte
+// offset along k.
+TEXT ·sdotStream2AVX512(SB), NOSPLIT, $0-72
+	MOVQ k+0(FP), CX
+	MOVQ a+8(FP), SI
+	MOVQ b0+16(FP), DI
+	MOVQ b1+24(FP), R12
+	MOVQ rows+32(FP), R8
+	MOVQ ldb+40(FP), R9
+	SHLQ $2, R9
+	MOVQ c0+48(FP), R10
+	MOVQ c1+56(FP), R11
+	VBROADCASTSS alpha+64(FP), X2
+	VBROADCASTSS beta+68(FP), X3
+	MOVL beta+68(FP), DX
+	ANDL $0x7fffffff, DX
+	MOVQ CX, R13
+	ANDL $15, CX
+	MOVL $1, BX
+	SHLL CX, BX
+	DECL BX
+	KMOVW BX, K1
+	MOVQ R13, CX
+
+s2row:
+	TESTQ R8, R8
+	JZ s2done
+	VPXORD Z16, Z16, Z16
+	VPXORD Z17, Z17, Z17
+	XORQ AX, AX
+	MOVQ CX, BX
+
+s2loop32:
+	CMPQ BX, $32
+	JL s2loop16
+	VMOVUPS (SI)(AX*1), Z0
+	VMOVUPS (DI)(AX*1), Z4
+	VFMADD231PS Z4, Z0, Z16
+	VMOVUPS (R12)(AX*1), Z5
+	VFMADD231PS Z5, Z0, Z17
+	VMOVUPS 64(SI)(AX*1), Z1
+	VMOVUPS 64(DI)(AX*1), Z6
+	VFMADD231PS Z6, Z1, Z16
+	VMOVUPS 64(R12)(AX*1), Z7
+	VFMADD231PS Z7, Z1, Z17
+	ADDQ $128, AX
+	SUBQ $32, BX
+	JMP s2loop32
+
+s2loop16:
+	CMPQ BX, $16
+	JL s2tail
+	VMOVUPS (SI)(AX*1), Z0
+	VMOVUPS (DI)(AX*1), Z4
+	VFMADD231PS Z4, Z0, Z16
+	VMOVUPS (R12)(AX*1), Z5
+	VFMADD231PS Z5, Z0, Z17
+	ADDQ $64, AX
+	SUBQ $16, BX
+
+s2tail:
+	TESTQ BX, BX
+	JZ s2reduce
+	VMOVUPS.Z (SI)(AX*1), K1, Z0
+	VMOVUPS.Z (DI)(AX*1), K1, Z4
+	VFMADD231PS Z4, Z0, Z16
+	VMOVUPS.Z (R12)(AX*1), K1, Z5
+	VFMADD231PS Z5, Z0, Z17
+
+s2reduce:
+	FOLD4(Z16, Z17, Z16, Z17)
+	VMOVSHDUP X0, X1
+	TESTL DX, DX
+	JZ s2store
+	VFMADD231SS (R10), X3, X0
+	VFMADD231SS (R11), X3, X1
+
+s2store:
+	VMOVSS X0, (R10)
+	VMOVSS X1, (R11)
+	ADDQ $4, R10
+	ADDQ $4, R11
+	ADDQ R9, DI
+	ADDQ R9, R12
+	DECQ R8
+	JMP s2row
+
+s2done:
+	VZEROUPPER
+	RET

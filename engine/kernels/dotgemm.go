@@ -17,6 +17,12 @@ type dotKernel[T float, B any] func(k int, a []T, lda int, b []B, ldb int, c []T
 // of length k >= 1 and rowNR rows b[j*ldb:].
 type dotRowKernel[T float, B any] func(k int, a []T, b []B, ldb int, c []T, alpha, beta T)
 
+// dotStreamKernel computes, for i < rows, c0[i] = alpha·a·b0[i*ldb:]ᵀ +
+// beta·c0[i] and c1[i] = alpha·a·b1[i*ldb:]ᵀ + beta·c1[i], for one row a
+// of length k >= 1: the rows of two runs of B in pairs, so that B is read
+// as two sequential streams. When beta == 0, C is not read.
+type dotStreamKernel[T float, B any] func(k int, a []T, b0, b1 []B, rows, ldb int, c0, c1 []T, alpha, beta T)
+
 // rowNR is how many rows of B a dotRowKernel takes.
 const rowNR = 8
 
@@ -30,7 +36,10 @@ type dotImplOf[T float, B any] struct {
 	kernel dotKernel[T, B]
 	// row, when set, computes one row of A against rowNR rows of B, each
 	// element exactly as kernel does, for m == 1.
-	row     dotRowKernel[T, B]
+	row dotRowKernel[T, B]
+	// stream, when set, computes each element exactly as kernel does, for
+	// m == 1, and is used there instead of row.
+	stream  dotStreamKernel[T, B]
 	maxRows int // used when m <= maxRows
 	chunk   int // column tiles per work item
 	// edges holds the zero-padded copies of B's last tile (*[]B); nil:
@@ -43,6 +52,10 @@ type dotImplOf[T float, B any] struct {
 // (0, 0) and computes edge tiles with the same kernel on zero-padded copies,
 // so the result does not depend on par.
 func dotGemm[T float, B any](im *gemmImpl[T], d *dotImplOf[T, B], par Par, m, n, k int, alpha T, a []T, lda int, b []B, ldb int, beta T, c []T, ldc int) {
+	if m == 1 && d.stream != nil {
+		dotStream(im, d, par, n, k, alpha, a, b, ldb, beta, c)
+		return
+	}
 	if m == 1 && d.row != nil {
 		dotRow(im, d, par, n, k, alpha, a, b, ldb, beta, c)
 		return
@@ -168,6 +181,36 @@ func dotRow[T float, B any](im *gemmImpl[T], d *dotImplOf[T, B], par Par, n, k i
 			d.row(k, a, edge, k, tile[:], alpha, beta)
 			copy(c[j0:n], tile[:nb])
 			edges.Put(buf)
+		}
+	})
+}
+
+// streamItemElems is about how many elements of B one work item of
+// dotStream reads (1 MiB in bfloat16): items this long keep each
+// goroutine's two streams long enough for the prefetchers, and more items
+// than goroutines let one take over from another slowed by other work.
+const streamItemElems = 1 << 19
+
+// dotStream is dotGemm for one row of A by d.stream: C's n columns are cut
+// into contiguous runs of rows of B, each read as two streams (its first
+// and second half side by side) by one goroutine. The last row of a run
+// of odd length is computed alone, against itself as the second stream.
+// Every element is the kernel's, so the result does not depend on par.
+func dotStream[T float, B any](im *gemmImpl[T], d *dotImplOf[T, B], par Par, n, k int, alpha T, a []T, b []B, ldb int, beta T, c []T) {
+	elems := int64(n) * int64(k)
+	threads := im.streamThreads(par, n, elems)
+	items := max(threads, int(min(int64(n), elems/streamItemElems)))
+	parallelFor(threads, items, func(item, _ int) {
+		r0, r1 := item*n/items, (item+1)*n/items
+		half := (r1 - r0) / 2
+		if half > 0 {
+			m0 := r0 + half
+			d.stream(k, a, b[r0*ldb:], b[m0*ldb:], half, ldb, c[r0:m0], c[m0:m0+half], alpha, beta)
+		}
+		if (r1-r0)%2 != 0 {
+			last := r1 - 1
+			var spare [1]T
+			d.stream(k, a, b[last*ldb:], b[last*ldb:], 1, ldb, c[last:r1], spare[:], alpha, beta)
 		}
 	})
 }

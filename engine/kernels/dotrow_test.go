@@ -44,3 +44,30 @@ func TestSgemmDotRowInvariant(t *testing.T) {
 		}
 	}
 }
+
+// TestSgemmOneRowStreams: a 1-row product long enough to be cut into
+// several runs of B's rows (the stream kernel's work items, an odd number
+// of rows in some) is the same bit for bit on any number of goroutines,
+// and equals the same row computed among four others in 4×4 tiles.
+func TestSgemmOneRowStreams(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(13, 14))
+	for _, im := range append([]*gemmImpl[float32]{sgemmImpl}, asmSgemmImpls()...) {
+		if im.dot == nil || im.dot.maxRows < 5 {
+			continue
+		}
+		const m, n, k = 5, 2999, 1031
+		o := newOperands[float32](rng, shape{tB: true, m: m, n: n, k: k, padA: 1, padB: 2})
+		c := make([]float32, m*n)
+		for i := range c {
+			c[i] = float32(rng.NormFloat64())
+		}
+		all := append([]float32(nil), c...)
+		gemm(im, Par{Threads: 1}, false, true, m, n, k, 0.5, o.a, o.lda, o.b, o.ldb, 0.75, all, n)
+		for _, th := range []int{1, 2, 3, 8} {
+			one := append([]float32(nil), c[:n]...)
+			gemm(im, Par{Threads: th}, false, true, 1, n, k, 0.5, o.a, o.lda, o.b, o.ldb, 0.75, one, n)
+			require.Equal(t, all[:n], one, "%s threads %d: the row alone differs from the row among %d", im.name, th, m)
+		}
+	}
+}

@@ -7,6 +7,7 @@
 #define WIDEN16(src, dst) VCVTPH2PS src, dst
 #define WDOT4X4 ·hdotKernel4x4AVX512
 #define WDOT1X8 ·hdotKernel1x8AVX512
+#define WDOTSTREAM2 ·hdotStream2AVX512
 #include "widedot_amd64.h"
 
 // The AVX2 twins of sdotKernel3x4 and sdotKernel1x8AVX2.

@@ -5,7 +5,8 @@
 //	WIDEN16(src, dst): the 16 16-bit elements at src (a 256-bit memory
 //	                   operand or a Y register) widened, exactly, to the
 //	                   16 float32 lanes of Z register dst
-//	WDOT4X4, WDOT1X8:  the kernels' symbol names
+//	WDOT4X4, WDOT1X8,
+//	WDOTSTREAM2:       the kernels' symbol names
 //
 // Each kernel is the float32 kernel of dot512_amd64.s with B widened as it
 // is loaded: every accumulator takes the float32 kernel's products in its
@@ -338,5 +339,103 @@ hdot1store0:
 	VFMADD231PS 16(SI), X3, X0
 hdot1store1:
 	VMOVUPS X0, 16(SI)
+	VZEROUPPER
+	RET
+
+// func WDOTSTREAM2(k int, a *float32, b0 *uint16, b1 *uint16, rows int, ldb int, c0 *float32, c1 *float32, alpha float32, beta float32)
+//
+// sdotStream2AVX512 with B in 16 bits, widened as in WDOT4X4: one row of
+// A against rows consecutive rows from b0 and as many from b1, pairwise,
+// so B is read as two sequential streams; each element is the float32
+// kernel's on B widened, bit for bit. R13 is the byte offset along B's
+// rows (A's is twice it).
+TEXT WDOTSTREAM2(SB), NOSPLIT, $0-72
+	MOVQ k+0(FP), CX
+	MOVQ a+8(FP), SI
+	MOVQ b0+16(FP), DI
+	MOVQ b1+24(FP), R12
+	MOVQ rows+32(FP), R8
+	MOVQ ldb+40(FP), R9
+	SHLQ $1, R9
+	MOVQ c0+48(FP), R10
+	MOVQ c1+56(FP), R11
+	VBROADCASTSS alpha+64(FP), X2
+	VBROADCASTSS beta+68(FP), X3
+	MOVL beta+68(FP), DX
+	ANDL $0x7fffffff, DX
+	MOVQ CX, AX
+	ANDL $15, CX
+	MOVL $1, BX
+	SHLL CX, BX
+	DECL BX
+	KMOVW BX, K1
+	MOVQ AX, CX
+
+w2row:
+	TESTQ R8, R8
+	JZ w2done
+	VPXORD Z16, Z16, Z16
+	VPXORD Z17, Z17, Z17
+	XORQ R13, R13
+	MOVQ CX, BX
+
+w2loop32:
+	CMPQ BX, $32
+	JL w2loop16
+	VMOVUPS (SI)(R13*2), Z0
+	WIDEN16((DI)(R13*1), Z4)
+	VFMADD231PS Z4, Z0, Z16
+	WIDEN16((R12)(R13*1), Z5)
+	VFMADD231PS Z5, Z0, Z17
+	VMOVUPS 64(SI)(R13*2), Z1
+	WIDEN16(32(DI)(R13*1), Z6)
+	VFMADD231PS Z6, Z1, Z16
+	WIDEN16(32(R12)(R13*1), Z7)
+	VFMADD231PS Z7, Z1, Z17
+	ADDQ $64, R13
+	SUBQ $32, BX
+	JMP w2loop32
+
+w2loop16:
+	CMPQ BX, $16
+	JL w2tail
+	VMOVUPS (SI)(R13*2), Z0
+	WIDEN16((DI)(R13*1), Z4)
+	VFMADD231PS Z4, Z0, Z16
+	WIDEN16((R12)(R13*1), Z5)
+	VFMADD231PS Z5, Z0, Z17
+	ADDQ $32, R13
+	SUBQ $16, BX
+
+w2tail:
+	TESTQ BX, BX
+	JZ w2reduce
+	VMOVUPS.Z (SI)(R13*2), K1, Z0
+	VMOVDQU16.Z (DI)(R13*1), K1, Y6
+	WIDEN16(Y6, Z4)
+	VFMADD231PS Z4, Z0, Z16
+	VMOVDQU16.Z (R12)(R13*1), K1, Y7
+	WIDEN16(Y7, Z5)
+	VFMADD231PS Z5, Z0, Z17
+
+w2reduce:
+	FOLD4(Z16, Z17, Z16, Z17)
+	VMOVSHDUP X0, X1
+	TESTL DX, DX
+	JZ w2store
+	VFMADD231SS (R10), X3, X0
+	VFMADD231SS (R11), X3, X1
+
+w2store:
+	VMOVSS X0, (R10)
+	VMOVSS X1, (R11)
+	ADDQ $4, R10
+	ADDQ $4, R11
+	ADDQ R9, DI
+	ADDQ R9, R12
+	DECQ R8
+	JMP w2row
+
+w2done:
 	VZEROUPPER
 	RET
