@@ -107,7 +107,8 @@ var widenRow func(dst []float32, src []BF16)
 //     pays only with A rounded. [Par.SgemmBF16RoundA] rounds A instead and
 //     runs VDPBF16PS on every product where the CPU has AVX512_BF16 and no
 //     AMX: the sampling step's (at most 16 rows) as 4×4 tiles of dot products over the rows of A and
-//     B (one row: 1×8), each element summing in 16 lanes, lane l over the
+//     B (one row: against two streams of B's rows, as Sgemm's AVX-512 dot
+//     route does), each element summing in 16 lanes, lane l over the
 //     pairs (32g+2l, 32g+2l+1) in order of g, then in a fixed tree; the
 //     others on packed copies in 12×32 tiles, each element summing its
 //     pairs in order, one depth pass of 512 steps at a time (first
@@ -203,6 +204,9 @@ type bf16Kernels struct {
 	// row computes C[0:8] for one row a against 8 rows of B, each element
 	// exactly as dot does.
 	row func(k int, a, b []BF16, ldb int, c []float32, alpha, beta float32)
+	// stream, when set, is the dotStreamKernel of dot, used for one row
+	// instead of row.
+	stream dotStreamKernel[BF16, BF16, float32]
 	// gemm computes a bgMR×bgNR tile of C = alpha·A·B + beta·C over kp >= 1
 	// pairs of depth steps from A's rows (row r at a[r*lda:], lda even; see
 	// packPairsA) and pair-packed B (see packPairsB).
@@ -273,6 +277,14 @@ func putScratch[T any](pool *sync.Pool, s []*[]T) {
 // Nothing a tile computes depends on the others, so neither the split nor
 // m changes a value.
 func bf16DotGemm(p Par, ks *bf16Kernels, m, n, k int, alpha float32, a []float32, lda int, b []BF16, ldb int, beta float32, c []float32, ldc int) {
+	if m == 1 && ks.stream != nil {
+		abuf := bf16Pool.Get().(*[]BF16)
+		defer bf16Pool.Put(abuf)
+		ab := growSlice(abuf, k)
+		RoundBF16(ab, a[:k])
+		streamRows(p, minStreamPerThread, ks.stream, n, k, alpha, ab, b, ldb, beta, c)
+		return
+	}
 	if m == 1 {
 		bf16DotRow(p, ks, n, k, alpha, a, b, ldb, beta, c)
 		return

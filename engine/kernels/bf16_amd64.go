@@ -15,6 +15,9 @@ func bdotKernel4x4(k int, a *BF16, lda int, b *BF16, ldb int, c *float32, ldc in
 func bdotKernel1x8(k int, a, b *BF16, ldb int, c *float32, alpha, beta float32)
 
 //go:noescape
+func bdotStream2(k int, a *BF16, b0 *BF16, b1 *BF16, rows int, ldb int, c0 *float32, c1 *float32, alpha float32, beta float32)
+
+//go:noescape
 func bwdotKernel4x4AVX512(k int, a *float32, lda int, b *BF16, ldb int, c *float32, ldc int, alpha float32, beta float32)
 
 //go:noescape
@@ -109,6 +112,12 @@ func init() {
 		row: func(k int, a, b []BF16, ldb int, c []float32, alpha, beta float32) {
 			_, _, _ = a[k-1], b[7*ldb+k-1], c[7]
 			bdotKernel1x8(k, &a[0], &b[0], ldb, &c[0], alpha, beta)
+		},
+		stream: func(k int, a, b0, b1 []BF16, rows, ldb int, c0, c1 []float32, alpha, beta float32) {
+			_, _ = a[k-1], c0[rows-1]
+			_, _ = b0[(rows-1)*ldb+k-1], b1[(rows-1)*ldb+k-1]
+			_ = c1[rows-1]
+			bdotStream2(k, &a[0], &b0[0], &b1[0], rows, ldb, &c0[0], &c1[0], alpha, beta)
 		},
 		gemm: func(kp int, a []BF16, lda int, b []BF16, c []float32, ldc int, alpha, beta float32) {
 			_, _, _ = a[(bgMR-1)*lda+kp*2-1], b[kp*bgNR*2-1], c[(bgMR-1)*ldc+bgNR-1]

@@ -1,6 +1,7 @@
 //go:build amd64 && !purego
 
 #include "textflag.h"
+#include "dotfold_amd64.h"
 
 // The Go assembler has no AVX512_BF16 mnemonics, so VDPBF16PS is written
 // as its EVEX bytes (the register-register form, EVEX.512.F3.0F38.W0 52 /r),
@@ -350,5 +351,87 @@ bd1store0:
 	VFMADD231PS 16(SI), X3, X0
 bd1store1:
 	VMOVUPS X0, 16(SI)
+	VZEROUPPER
+	RET
+
+// func bdotStream2(k int, a *BF16, b0 *BF16, b1 *BF16, rows int, ldb int, c0 *float32, c1 *float32, alpha float32, beta float32)
+//
+// One row of A against rows consecutive rows from b0 and as many from b1,
+// pairwise, so that B is read as two sequential streams (the 1-row
+// products; see sdotStream2AVX512): c0[i] = alpha·a·b0[i]ᵀ + beta·c0[i],
+// c1[i] likewise. Each element is summed exactly as in bdotKernel4x4 (the
+// same lanes, pairs and masked tail; FOLD4 is its reduction tree) and
+// beta is added as there, so it equals the element of a 4×4 tile bit for
+// bit. AX is the byte offset along the rows of A and B.
+TEXT ·bdotStream2(SB), NOSPLIT, $0-72
+	MOVQ k+0(FP), CX
+	MOVQ a+8(FP), SI
+	MOVQ b0+16(FP), DI
+	MOVQ b1+24(FP), R12
+	MOVQ rows+32(FP), R8
+	MOVQ ldb+40(FP), R9
+	SHLQ $1, R9
+	MOVQ c0+48(FP), R10
+	MOVQ c1+56(FP), R11
+	VBROADCASTSS beta+68(FP), X3
+	MOVL beta+68(FP), DX
+	ANDL $0x7fffffff, DX
+	MOVQ CX, AX
+	ANDQ $31, CX
+	MOVQ $1, BX
+	SHLQ CX, BX
+	DECQ BX
+	KMOVD BX, K1
+	MOVQ AX, CX
+
+bs2row:
+	TESTQ R8, R8
+	JZ bs2done
+	VPXORD Z16, Z16, Z16
+	VPXORD Z17, Z17, Z17
+	XORQ AX, AX
+	MOVQ CX, BX
+
+bs2loop:
+	CMPQ BX, $32
+	JL bs2tail
+	VMOVDQU16 (SI)(AX*1), Z0
+	VMOVDQU16 (DI)(AX*1), Z1
+	BYTE $0x62; BYTE $0xe2; BYTE $0x7e; BYTE $0x48; BYTE $0x52; BYTE $0xc1 // VDPBF16PS Z1, Z0, Z16
+	VMOVDQU16 (R12)(AX*1), Z2
+	BYTE $0x62; BYTE $0xe2; BYTE $0x7e; BYTE $0x48; BYTE $0x52; BYTE $0xca // VDPBF16PS Z2, Z0, Z17
+	ADDQ $64, AX
+	SUBQ $32, BX
+	JMP bs2loop
+
+bs2tail:
+	TESTQ BX, BX
+	JZ bs2reduce
+	VMOVDQU16.Z (SI)(AX*1), K1, Z0
+	VMOVDQU16.Z (DI)(AX*1), K1, Z1
+	BYTE $0x62; BYTE $0xe2; BYTE $0x7e; BYTE $0x48; BYTE $0x52; BYTE $0xc1 // VDPBF16PS Z1, Z0, Z16
+	VMOVDQU16.Z (R12)(AX*1), K1, Z2
+	BYTE $0x62; BYTE $0xe2; BYTE $0x7e; BYTE $0x48; BYTE $0x52; BYTE $0xca // VDPBF16PS Z2, Z0, Z17
+
+bs2reduce:
+	VBROADCASTSS alpha+64(FP), X2 // Z2 held B's row
+	FOLD4(Z16, Z17, Z16, Z17)
+	VMOVSHDUP X0, X1
+	TESTL DX, DX
+	JZ bs2store
+	VFMADD231SS (R10), X3, X0
+	VFMADD231SS (R11), X3, X1
+
+bs2store:
+	VMOVSS X0, (R10)
+	VMOVSS X1, (R11)
+	ADDQ $4, R10
+	ADDQ $4, R11
+	ADDQ R9, DI
+	ADDQ R9, R12
+	DECQ R8
+	JMP bs2row
+
+bs2done:
 	VZEROUPPER
 	RET

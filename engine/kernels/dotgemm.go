@@ -21,7 +21,7 @@ type dotRowKernel[T float, B any] func(k int, a []T, b []B, ldb int, c []T, alph
 // beta·c0[i] and c1[i] = alpha·a·b1[i*ldb:]ᵀ + beta·c1[i], for one row a
 // of length k >= 1: the rows of two runs of B in pairs, so that B is read
 // as two sequential streams. When beta == 0, C is not read.
-type dotStreamKernel[T float, B any] func(k int, a []T, b0, b1 []B, rows, ldb int, c0, c1 []T, alpha, beta T)
+type dotStreamKernel[A, B any, T float] func(k int, a []A, b0, b1 []B, rows, ldb int, c0, c1 []T, alpha, beta T)
 
 // rowNR is how many rows of B a dotRowKernel takes.
 const rowNR = 8
@@ -39,7 +39,7 @@ type dotImplOf[T float, B any] struct {
 	row dotRowKernel[T, B]
 	// stream, when set, computes each element exactly as kernel does, for
 	// m == 1, and is used there instead of row.
-	stream  dotStreamKernel[T, B]
+	stream  dotStreamKernel[T, B, T]
 	maxRows int // used when m <= maxRows
 	chunk   int // column tiles per work item
 	// edges holds the zero-padded copies of B's last tile (*[]B); nil:
@@ -191,26 +191,36 @@ func dotRow[T float, B any](im *gemmImpl[T], d *dotImplOf[T, B], par Par, n, k i
 // than goroutines let one take over from another slowed by other work.
 const streamItemElems = 1 << 19
 
-// dotStream is dotGemm for one row of A by d.stream: C's n columns are cut
-// into contiguous runs of rows of B, each read as two streams (its first
-// and second half side by side) by one goroutine. The last row of a run
-// of odd length is computed alone, against itself as the second stream.
-// Every element is the kernel's, so the result does not depend on par.
+// dotStream is dotGemm for one row of A by d.stream (see streamRows).
 func dotStream[T float, B any](im *gemmImpl[T], d *dotImplOf[T, B], par Par, n, k int, alpha T, a []T, b []B, ldb int, beta T, c []T) {
+	minWork := im.minWork
+	if minWork == 0 {
+		minWork = minStreamPerThread
+	}
+	streamRows(par, minWork, d.stream, n, k, alpha, a, b, ldb, beta, c)
+}
+
+// streamRows computes C = alpha·a·Bᵀ + beta·C for one row a by stream: C's
+// n columns are cut into contiguous runs of rows of B, each read as two
+// streams (its first and second half side by side) by one goroutine, with
+// a goroutine for each minWork elements of B. The last row of a run of
+// odd length is computed alone, against itself as the second stream.
+// Every element is the kernel's, so the result does not depend on par.
+func streamRows[A, B any, T float](par Par, minWork int64, stream dotStreamKernel[A, B, T], n, k int, alpha T, a []A, b []B, ldb int, beta T, c []T) {
 	elems := int64(n) * int64(k)
-	threads := im.streamThreads(par, n, elems)
+	threads := par.workers(n, elems, minWork)
 	items := max(threads, int(min(int64(n), elems/streamItemElems)))
 	parallelFor(threads, items, func(item, _ int) {
 		r0, r1 := item*n/items, (item+1)*n/items
 		half := (r1 - r0) / 2
 		if half > 0 {
 			m0 := r0 + half
-			d.stream(k, a, b[r0*ldb:], b[m0*ldb:], half, ldb, c[r0:m0], c[m0:m0+half], alpha, beta)
+			stream(k, a, b[r0*ldb:], b[m0*ldb:], half, ldb, c[r0:m0], c[m0:m0+half], alpha, beta)
 		}
 		if (r1-r0)%2 != 0 {
 			last := r1 - 1
 			var spare [1]T
-			d.stream(k, a, b[last*ldb:], b[last*ldb:], 1, ldb, c[last:r1], spare[:], alpha, beta)
+			stream(k, a, b[last*ldb:], b[last*ldb:], 1, ldb, c[last:r1], spare[:], alpha, beta)
 		}
 	})
 }

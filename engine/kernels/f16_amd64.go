@@ -63,7 +63,7 @@ func wideDot[W F16 | BF16](name string, im *gemmImpl[float32], kernel func(k int
 	stream func(k int, a *float32, b0, b1 *W, rows, ldb int, c0, c1 *float32, alpha, beta float32), edges *sync.Pool) wideRoute[W] {
 	d := im.dot
 	mr, nr := d.mr, d.nr
-	var streamKernel dotStreamKernel[float32, W]
+	var streamKernel dotStreamKernel[float32, W, float32]
 	if stream != nil {
 		streamKernel = func(k int, a []float32, b0, b1 []W, rows, ldb int, c0, c1 []float32, alpha, beta float32) {
 			_, _ = a[k-1], c0[rows-1]
