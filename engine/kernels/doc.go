@@ -39,7 +39,10 @@
 // into panels of nr columns (kc = 256 rows each, so a panel sits in L1; a
 // transposed float32 B is packed by 8×8 AVX transposes); an
 // untransposed B is read in place instead when op(A) has at most 24 rows
-// (packing would cost more than it saves). Rows of A are read in place; a
+// (packing would cost more than it saves). Rows of A are read in place
+// (copied once, when they lie a multiple of 4 KiB apart and C has at least
+// 256 columns, to rows a cache line further apart: a tile's rows would
+// otherwise share one L1 set); a
 // transposed A is packed into panels of mr rows, since walking its columns
 // at stride lda would thrash a few L1 sets. Three shapes take other routes:
 //
