@@ -43,6 +43,9 @@ func sdotKernel4x4AVX512(k int, a *float32, lda int, b *float32, ldb int, c *flo
 func sdotKernel1x8AVX512(k int, a *float32, b *float32, ldb int, c *float32, alpha float32, beta float32)
 
 //go:noescape
+func sdotStream2AVX2(k int, a *float32, b0 *float32, b1 *float32, rows int, ldb int, c0 *float32, c1 *float32, alpha float32, beta float32)
+
+//go:noescape
 func sdotStream2AVX512(k int, a *float32, b0 *float32, b1 *float32, rows int, ldb int, c0 *float32, c1 *float32, alpha float32, beta float32)
 
 //go:noescape
@@ -155,6 +158,14 @@ func avx512SdotRow(k int, a, b []float32, ldb int, c []float32, alpha, beta floa
 	sdotKernel1x8AVX512(k, &a[0], &b[0], ldb, &c[0], alpha, beta)
 }
 
+// avx2SdotStream is the dotStreamKernel of avx2SdotTile.
+func avx2SdotStream(k int, a, b0, b1 []float32, rows, ldb int, c0, c1 []float32, alpha, beta float32) {
+	_, _ = a[k-1], c0[rows-1]
+	_, _ = b0[(rows-1)*ldb+k-1], b1[(rows-1)*ldb+k-1]
+	_ = c1[rows-1]
+	sdotStream2AVX2(k, &a[0], &b0[0], &b1[0], rows, ldb, &c0[0], &c1[0], alpha, beta)
+}
+
 // avx512SdotStream is the dotStreamKernel of avx512SdotTile.
 func avx512SdotStream(k int, a, b0, b1 []float32, rows, ldb int, c0, c1 []float32, alpha, beta float32) {
 	_, _ = a[k-1], c0[rows-1]
@@ -198,7 +209,7 @@ var (
 		name: "avx2-6x16", mr: 6, nr: 16, kernel: avx2Sgemm,
 		kc: 256, mc: 96, chunk: 16,
 		packBMinRows: 24, packAMinPanels: never, packATransMinPanels: 1,
-		dot:      &dotImpl[float32]{mr: 3, nr: 4, kernel: avx2SdotTile, row: avx2SdotRow, maxRows: 24, chunk: 16},
+		dot:      &dotImpl[float32]{mr: 3, nr: 4, kernel: avx2SdotTile, row: avx2SdotRow, stream: avx2SdotStream, maxRows: 24, chunk: 16},
 		swapMaxN: 16,
 		pool:     new(sync.Pool),
 	}

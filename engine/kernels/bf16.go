@@ -115,7 +115,7 @@ var widenRow func(dst []float32, src []BF16)
 //     C = alpha·s₀ + beta·C, then C = alpha·sᵢ + C).
 //   - avx2 (AVX2 and FMA without AVX-512, or TANDEM_KERNELS=avx2): as
 //     avx512, on the bfloat16 twins of Sgemm's AVX2 dot kernels (3×4
-//     tiles, one row against eight, at most 24 rows), B widened in the
+//     tiles, one row against two streams of B's rows, at most 24 rows), B widened in the
 //     register as it loads (VPMOVZXWD, VPSLLD); the others widen. A 1-row
 //     product streams its weights once, at 2 bytes each (on AMD's Zen 3,
 //     3072×1024: 1.3-1.6 times Sgemm's speed, where widening ran at 0.6).

@@ -27,6 +27,9 @@ func bwdotKernel1x8AVX512(k int, a *float32, b *BF16, ldb int, c *float32, alpha
 func bwdotStream2AVX512(k int, a *float32, b0 *BF16, b1 *BF16, rows int, ldb int, c0 *float32, c1 *float32, alpha float32, beta float32)
 
 //go:noescape
+func bwdotStream2AVX2(k int, a *float32, b0 *BF16, b1 *BF16, rows int, ldb int, c0 *float32, c1 *float32, alpha float32, beta float32)
+
+//go:noescape
 func bwdotKernel3x4AVX2(k int, a *float32, lda int, b *BF16, ldb int, c *float32, ldc int, alpha float32, beta float32)
 
 //go:noescape
@@ -76,7 +79,7 @@ func init() {
 		}
 	}
 	if hasAVX2 && !asmDisabled() {
-		bf16Dots = append(bf16Dots, wideDot("avx2", avx2SgemmImpl, bwdotKernel3x4AVX2, bwdotKernel1x8AVX2, nil, &bf16EdgePool))
+		bf16Dots = append(bf16Dots, wideDot("avx2", avx2SgemmImpl, bwdotKernel3x4AVX2, bwdotKernel1x8AVX2, bwdotStream2AVX2, &bf16EdgePool))
 	}
 	if hasAVX512 && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VL && !asmDisabled() {
 		bf16Dots = append(bf16Dots, wideDot("avx512", avx512SgemmImpl, bwdotKernel4x4AVX512, bwdotKernel1x8AVX512, bwdotStream2AVX512, &bf16EdgePool))

@@ -16,4 +16,5 @@
 #define WIDEN8(src, dst) VPMOVZXWD src, dst; VPSLLD $16, dst, dst
 #define W2DOT3X4 ·bwdotKernel3x4AVX2
 #define W2DOT1X8 ·bwdotKernel1x8AVX2
+#define W2DOTSTREAM2 ·bwdotStream2AVX2
 #include "widedot2_amd64.h"

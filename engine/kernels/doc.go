@@ -48,14 +48,14 @@
 //
 //   - A·Bᵀ with at most 24 rows (AVX-512 float32: 96), as in the sampling
 //     step, runs as tiles of dot products over the contiguous rows of A and
-//     B, with no packing; with AVX-512, a single row (the 1-row decode, bound
+//     B, with no packing; a single row (the 1-row decode, bound
 //     by streaming B once) is computed against runs of about 1 MiB of B's
 //     rows, one run a goroutine, each read as two streams (its two halves
 //     side by side), every element summed exactly as the 4×4 tile sums it:
 //     a tile's rows of a few KiB are streams too short for the hardware
 //     prefetchers (on AMD's Zen 5 this took the 1-row product over 240 MiB
 //     of bfloat16 weights from about 60 % of the read bandwidth to about
-//     90 %);
+//     90 %, with the AVX-512 kernels and with their AVX2 twins alike);
 //   - a transposed A with n <= 16 (float64: 8) and m >= 4n is computed as
 //     Cᵀ = op(B)ᵀ·op(A)ᵀ and transposed back, so that only a few rows are
 //     packed, once, instead of all of A for one or two panels;

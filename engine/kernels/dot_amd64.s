@@ -414,3 +414,99 @@ srowstore1:
 	VMOVUPS      X0, 16(DX)
 	VZEROUPPER
 	RET
+
+// func sdotStream2AVX2(k int, a *float32, b0 *float32, b1 *float32, rows int, ldb int, c0 *float32, c1 *float32, alpha float32, beta float32)
+//
+// sdotStream2AVX512's AVX2 twin: one row of A against rows consecutive
+// rows from b0 and as many from b1, pairwise, so B is read as two
+// sequential streams; each element exactly as sdotKernel3x4 computes it
+// (lane l of 8 over the positions ≡ l (mod 8) in order, the last partial
+// group under sdotMask's mask, DOTREDUCE's tree, alpha and beta as there).
+// Y7 holds the mask, X2 alpha and X3 beta; AX is the byte offset along k.
+TEXT ·sdotStream2AVX2(SB), NOSPLIT, $0-72
+	MOVQ         k+0(FP), CX
+	MOVQ         a+8(FP), SI
+	MOVQ         b0+16(FP), DI
+	MOVQ         b1+24(FP), R12
+	MOVQ         rows+32(FP), R8
+	MOVQ         ldb+40(FP), R9
+	SHLQ         $2, R9
+	MOVQ         c0+48(FP), R10
+	MOVQ         c1+56(FP), R11
+	VBROADCASTSS alpha+64(FP), X2
+	VBROADCASTSS beta+68(FP), X3
+	MOVL         beta+68(FP), DX
+	ANDL         $0x7fffffff, DX
+	MOVQ         CX, AX
+	ANDQ         $7, AX
+	LEAQ         ·sdotMask(SB), BX
+	NEGQ         AX
+	VMOVUPS      32(BX)(AX*4), Y7
+
+s2vrow:
+	TESTQ  R8, R8
+	JZ     s2vdone
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	XORQ   AX, AX
+	MOVQ   CX, BX
+
+s2vloop16:
+	CMPQ        BX, $16
+	JL          s2vloop8
+	VMOVUPS     (SI)(AX*1), Y0
+	VMOVUPS     (DI)(AX*1), Y4
+	VFMADD231PS Y4, Y0, Y8
+	VMOVUPS     (R12)(AX*1), Y5
+	VFMADD231PS Y5, Y0, Y9
+	VMOVUPS     32(SI)(AX*1), Y1
+	VMOVUPS     32(DI)(AX*1), Y4
+	VFMADD231PS Y4, Y1, Y8
+	VMOVUPS     32(R12)(AX*1), Y5
+	VFMADD231PS Y5, Y1, Y9
+	ADDQ        $64, AX
+	SUBQ        $16, BX
+	JMP         s2vloop16
+
+s2vloop8:
+	CMPQ        BX, $8
+	JL          s2vtail
+	VMOVUPS     (SI)(AX*1), Y0
+	VMOVUPS     (DI)(AX*1), Y4
+	VFMADD231PS Y4, Y0, Y8
+	VMOVUPS     (R12)(AX*1), Y5
+	VFMADD231PS Y5, Y0, Y9
+	ADDQ        $32, AX
+	SUBQ        $8, BX
+
+s2vtail:
+	TESTQ       BX, BX
+	JZ          s2vreduce
+	VMASKMOVPS  (SI)(AX*1), Y7, Y0
+	VMASKMOVPS  (DI)(AX*1), Y7, Y4
+	VFMADD231PS Y4, Y0, Y8
+	VMASKMOVPS  (R12)(AX*1), Y7, Y5
+	VFMADD231PS Y5, Y0, Y9
+
+s2vreduce:
+	DOTREDUCE(Y8, Y9, Y8, Y9)
+	VMULPS      X2, X0, X0
+	VMOVSHDUP   X0, X1
+	TESTL       DX, DX
+	JZ          s2vstore
+	VFMADD231SS (R10), X3, X0
+	VFMADD231SS (R11), X3, X1
+
+s2vstore:
+	VMOVSS X0, (R10)
+	VMOVSS X1, (R11)
+	ADDQ   $4, R10
+	ADDQ   $4, R11
+	ADDQ   R9, DI
+	ADDQ   R9, R12
+	DECQ   R8
+	JMP    s2vrow
+
+s2vdone:
+	VZEROUPPER
+	RET

@@ -37,6 +37,9 @@ func hdotKernel1x8AVX512(k int, a *float32, b *F16, ldb int, c *float32, alpha f
 func hdotStream2AVX512(k int, a *float32, b0 *F16, b1 *F16, rows int, ldb int, c0 *float32, c1 *float32, alpha float32, beta float32)
 
 //go:noescape
+func hdotStream2AVX2(k int, a *float32, b0 *F16, b1 *F16, rows int, ldb int, c0 *float32, c1 *float32, alpha float32, beta float32)
+
+//go:noescape
 func hdotKernel3x4AVX2(k int, a *float32, lda int, b *F16, ldb int, c *float32, ldc int, alpha float32, beta float32)
 
 //go:noescape
@@ -46,7 +49,7 @@ func init() {
 	if !hasAVX2 || !cpu.X86.HasF16C || asmDisabled() {
 		return
 	}
-	f16Dots = append(f16Dots, wideDot("avx2", avx2SgemmImpl, hdotKernel3x4AVX2, hdotKernel1x8AVX2, nil, &f16EdgePool))
+	f16Dots = append(f16Dots, wideDot("avx2", avx2SgemmImpl, hdotKernel3x4AVX2, hdotKernel1x8AVX2, hdotStream2AVX2, &f16EdgePool))
 	if hasAVX512 && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VL {
 		f16Dots = append(f16Dots, wideDot("avx512", avx512SgemmImpl, hdotKernel4x4AVX512, hdotKernel1x8AVX512, hdotStream2AVX512, &f16EdgePool))
 	}

@@ -14,6 +14,7 @@
 #define WIDEN8(src, dst) VCVTPH2PS src, dst
 #define W2DOT3X4 ·hdotKernel3x4AVX2
 #define W2DOT1X8 ·hdotKernel1x8AVX2
+#define W2DOTSTREAM2 ·hdotStream2AVX2
 #include "widedot2_amd64.h"
 
 // func widenF16F16C(dst *float32, src *F16, n int)

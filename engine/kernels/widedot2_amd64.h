@@ -5,7 +5,8 @@
 //	WIDEN8(src, dst):   the 8 16-bit elements at src (a 128-bit memory
 //	                    operand) widened, exactly, to the 8 float32 lanes
 //	                    of Y register dst
-//	W2DOT3X4, W2DOT1X8:   the kernels' symbol names
+//	W2DOT3X4, W2DOT1X8,
+//	W2DOTSTREAM2:         the kernels' symbol names
 //
 // Each kernel is the float32 kernel of dot_amd64.s (sdotKernel3x4,
 // sdotKernel1x8AVX2) with B widened as it is loaded: every accumulator
@@ -345,5 +346,117 @@ wrowstore0:
 	VFMADD231PS  16(DX), X3, X0
 wrowstore1:
 	VMOVUPS      X0, 16(DX)
+	VZEROUPPER
+	RET
+
+// func W2DOTSTREAM2(k int, a *float32, b0 *uint16, b1 *uint16, rows int, ldb int, c0 *float32, c1 *float32, alpha float32, beta float32)
+//
+// sdotStream2AVX2 with B in 16 bits, widened as in W2DOT3X4: one row of A
+// against rows consecutive rows from b0 and as many from b1, pairwise, so
+// B is read as two sequential streams; each element is the float32
+// kernel's on B widened, bit for bit. R13 is the byte offset along B's
+// rows (A's is twice it); the frame holds the two rows' last partial
+// groups.
+TEXT W2DOTSTREAM2(SB), NOSPLIT, $32-72
+	MOVQ         k+0(FP), CX
+	MOVQ         a+8(FP), SI
+	MOVQ         b0+16(FP), DI
+	MOVQ         b1+24(FP), R12
+	MOVQ         rows+32(FP), R8
+	MOVQ         ldb+40(FP), R9
+	SHLQ         $1, R9
+	MOVQ         c0+48(FP), R10
+	MOVQ         c1+56(FP), R11
+	VBROADCASTSS alpha+64(FP), X2
+	VBROADCASTSS beta+68(FP), X3
+	MOVQ         CX, AX
+	ANDQ         $7, AX
+	LEAQ         ·sdotMask(SB), DX
+	NEGQ         AX
+	VMOVUPS      32(DX)(AX*4), Y7
+
+w2vrow:
+	TESTQ  R8, R8
+	JZ     w2vdone
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	XORQ   R13, R13
+	MOVQ   CX, BX
+
+w2vloop16:
+	CMPQ        BX, $16
+	JL          w2vloop8
+	VMOVUPS     (SI)(R13*2), Y0
+	WIDEN8((DI)(R13*1), Y4)
+	VFMADD231PS Y4, Y0, Y8
+	WIDEN8((R12)(R13*1), Y5)
+	VFMADD231PS Y5, Y0, Y9
+	VMOVUPS     32(SI)(R13*2), Y1
+	WIDEN8(16(DI)(R13*1), Y4)
+	VFMADD231PS Y4, Y1, Y8
+	WIDEN8(16(R12)(R13*1), Y5)
+	VFMADD231PS Y5, Y1, Y9
+	ADDQ        $32, R13
+	SUBQ        $16, BX
+	JMP         w2vloop16
+
+w2vloop8:
+	CMPQ        BX, $8
+	JL          w2vtail
+	VMOVUPS     (SI)(R13*2), Y0
+	WIDEN8((DI)(R13*1), Y4)
+	VFMADD231PS Y4, Y0, Y8
+	WIDEN8((R12)(R13*1), Y5)
+	VFMADD231PS Y5, Y0, Y9
+	ADDQ        $16, R13
+	SUBQ        $8, BX
+
+w2vtail:
+	TESTQ   BX, BX
+	JZ      w2vreduce
+	VXORPS  Y0, Y0, Y0
+	VMOVUPS Y0, 0(SP)
+	ADDQ    R13, DI
+	ADDQ    R13, R12
+	XORQ    AX, AX
+
+w2vcopy:
+	MOVWLZX (DI)(AX*2), DX
+	MOVW    DX, 0(SP)(AX*2)
+	MOVWLZX (R12)(AX*2), DX
+	MOVW    DX, 16(SP)(AX*2)
+	INCQ    AX
+	CMPQ    AX, BX
+	JL      w2vcopy
+
+	SUBQ        R13, DI
+	SUBQ        R13, R12
+	VMASKMOVPS  (SI)(R13*2), Y7, Y0
+	WIDEN8(0(SP), Y4)
+	VFMADD231PS Y4, Y0, Y8
+	WIDEN8(16(SP), Y5)
+	VFMADD231PS Y5, Y0, Y9
+
+w2vreduce:
+	DOTREDUCE(Y8, Y9, Y8, Y9)
+	VMULPS      X2, X0, X0
+	VMOVSHDUP   X0, X1
+	MOVL        beta+68(FP), DX
+	ANDL        $0x7fffffff, DX
+	JZ          w2vstore
+	VFMADD231SS (R10), X3, X0
+	VFMADD231SS (R11), X3, X1
+
+w2vstore:
+	VMOVSS X0, (R10)
+	VMOVSS X1, (R11)
+	ADDQ   $4, R10
+	ADDQ   $4, R11
+	ADDQ   R9, DI
+	ADDQ   R9, R12
+	DECQ   R8
+	JMP    w2vrow
+
+w2vdone:
 	VZEROUPPER
 	RET
