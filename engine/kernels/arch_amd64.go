@@ -34,13 +34,7 @@ func sdotKernel3x4(k int, a *float32, lda int, b *float32, ldb int, c *float32, 
 func ddotKernel3x4(k int, a *float64, lda int, b *float64, ldb int, c *float64, ldc int, alpha float64, beta float64)
 
 //go:noescape
-func sdotKernel1x8AVX2(k int, a *float32, b *float32, ldb int, c *float32, alpha float32, beta float32)
-
-//go:noescape
 func sdotKernel4x4AVX512(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, alpha float32, beta float32)
-
-//go:noescape
-func sdotKernel1x8AVX512(k int, a *float32, b *float32, ldb int, c *float32, alpha float32, beta float32)
 
 //go:noescape
 func sdotStream2AVX2(k int, a *float32, b0 *float32, b1 *float32, rows int, ldb int, c0 *float32, c1 *float32, alpha float32, beta float32)
@@ -133,15 +127,6 @@ func avx2DdotTile(k int, a []float64, lda int, b []float64, ldb int, c []float64
 	ddotKernel3x4(k, &a[0], lda, &b[0], ldb, &c[0], ldc, alpha, beta)
 }
 
-// avx2SdotRow is the dotRowKernel for one row of A against 8 rows of B,
-// each element as avx2SdotTile computes it.
-func avx2SdotRow(k int, a, b []float32, ldb int, c []float32, alpha, beta float32) {
-	_ = a[k-1]
-	_ = b[7*ldb+k-1]
-	_ = c[7]
-	sdotKernel1x8AVX2(k, &a[0], &b[0], ldb, &c[0], alpha, beta)
-}
-
 // avx512SdotTile is the dotKernel for 4 rows of A against 4 rows of B.
 func avx512SdotTile(k int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int, alpha, beta float32) {
 	_ = a[3*lda+k-1]
@@ -150,28 +135,15 @@ func avx512SdotTile(k int, a []float32, lda int, b []float32, ldb int, c []float
 	sdotKernel4x4AVX512(k, &a[0], lda, &b[0], ldb, &c[0], ldc, alpha, beta)
 }
 
-// avx512SdotRow is the dotRowKernel for one row of A against 8 rows of B.
-func avx512SdotRow(k int, a, b []float32, ldb int, c []float32, alpha, beta float32) {
-	_ = a[k-1]
-	_ = b[7*ldb+k-1]
-	_ = c[7]
-	sdotKernel1x8AVX512(k, &a[0], &b[0], ldb, &c[0], alpha, beta)
-}
-
-// avx2SdotStream is the dotStreamKernel of avx2SdotTile.
-func avx2SdotStream(k int, a, b0, b1 []float32, rows, ldb int, c0, c1 []float32, alpha, beta float32) {
-	_, _ = a[k-1], c0[rows-1]
-	_, _ = b0[(rows-1)*ldb+k-1], b1[(rows-1)*ldb+k-1]
-	_ = c1[rows-1]
-	sdotStream2AVX2(k, &a[0], &b0[0], &b1[0], rows, ldb, &c0[0], &c1[0], alpha, beta)
-}
-
-// avx512SdotStream is the dotStreamKernel of avx512SdotTile.
-func avx512SdotStream(k int, a, b0, b1 []float32, rows, ldb int, c0, c1 []float32, alpha, beta float32) {
-	_, _ = a[k-1], c0[rows-1]
-	_, _ = b0[(rows-1)*ldb+k-1], b1[(rows-1)*ldb+k-1]
-	_ = c1[rows-1]
-	sdotStream2AVX512(k, &a[0], &b0[0], &b1[0], rows, ldb, &c0[0], &c1[0], alpha, beta)
+// streamAsm is the dotStreamKernel that checks its slices' bounds and
+// runs the assembly kernel f.
+func streamAsm[A, B any](f func(k int, a *A, b0, b1 *B, rows, ldb int, c0, c1 *float32, alpha, beta float32)) dotStreamKernel[A, B, float32] {
+	return func(k int, a []A, b0, b1 []B, rows, ldb int, c0, c1 []float32, alpha, beta float32) {
+		_, _ = a[k-1], c0[rows-1]
+		_, _ = b0[(rows-1)*ldb+k-1], b1[(rows-1)*ldb+k-1]
+		_ = c1[rows-1]
+		f(k, &a[0], &b0[0], &b1[0], rows, ldb, &c0[0], &c1[0], alpha, beta)
+	}
 }
 
 func avx2Sdot(x, y []float32) float32 {
@@ -209,7 +181,7 @@ var (
 		name: "avx2-6x16", mr: 6, nr: 16, kernel: avx2Sgemm,
 		kc: 256, mc: 96, chunk: 16,
 		packBMinRows: 24, packAMinPanels: never, packATransMinPanels: 1,
-		dot:      &dotImpl[float32]{mr: 3, nr: 4, kernel: avx2SdotTile, row: avx2SdotRow, stream: avx2SdotStream, maxRows: 24, chunk: 16},
+		dot:      &dotImpl[float32]{mr: 3, nr: 4, kernel: avx2SdotTile, stream: streamAsm(sdotStream2AVX2), maxRows: 24, chunk: 16},
 		swapMaxN: 16,
 		pool:     new(sync.Pool),
 	}
@@ -225,7 +197,7 @@ var (
 		name: "avx512-12x32", mr: 12, nr: 32, kernel: avx512Sgemm,
 		kc: 256, mc: 96, chunk: 8,
 		packBMinRows: 24, packAMinPanels: never, packATransMinPanels: 1,
-		dot:    &dotImpl[float32]{mr: 4, nr: 4, kernel: avx512SdotTile, row: avx512SdotRow, stream: avx512SdotStream, maxRows: avx512DotRows, chunk: 16},
+		dot:    &dotImpl[float32]{mr: 4, nr: 4, kernel: avx512SdotTile, stream: streamAsm(sdotStream2AVX512), maxRows: avx512DotRows, chunk: 16},
 		narrow: avx2SgemmImpl, narrowMaxN: 16, swapMaxN: 16,
 		pool: new(sync.Pool),
 	}

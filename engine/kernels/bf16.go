@@ -201,11 +201,8 @@ type bf16Kernels struct {
 	// a[r*lda:] and b[j*ldb:] of length k >= 1; C is not read when
 	// beta == 0.
 	dot func(k int, a []BF16, lda int, b []BF16, ldb int, c []float32, ldc int, alpha, beta float32)
-	// row computes C[0:8] for one row a against 8 rows of B, each element
+	// stream computes C for one row a (see dotStreamKernel), each element
 	// exactly as dot does.
-	row func(k int, a, b []BF16, ldb int, c []float32, alpha, beta float32)
-	// stream, when set, is the dotStreamKernel of dot, used for one row
-	// instead of row.
 	stream dotStreamKernel[BF16, BF16, float32]
 	// gemm computes a bgMR×bgNR tile of C = alpha·A·B + beta·C over kp >= 1
 	// pairs of depth steps from A's rows (row r at a[r*lda:], lda even; see
@@ -277,16 +274,13 @@ func putScratch[T any](pool *sync.Pool, s []*[]T) {
 // Nothing a tile computes depends on the others, so neither the split nor
 // m changes a value.
 func bf16DotGemm(p Par, ks *bf16Kernels, m, n, k int, alpha float32, a []float32, lda int, b []BF16, ldb int, beta float32, c []float32, ldc int) {
-	if m == 1 && ks.stream != nil {
+	if m == 1 {
 		abuf := bf16Pool.Get().(*[]BF16)
 		defer bf16Pool.Put(abuf)
 		ab := growSlice(abuf, k)
 		RoundBF16(ab, a[:k])
-		streamRows(p, minStreamPerThread, ks.stream, n, k, alpha, ab, b, ldb, beta, c)
-		return
-	}
-	if m == 1 {
-		bf16DotRow(p, ks, n, k, alpha, a, b, ldb, beta, c)
+		// Streaming the weights is the cost, not arithmetic.
+		streamRows(p.workers(n, int64(n)*int64(k), minStreamPerThread), ks.stream, n, k, alpha, ab, b, ldb, beta, c)
 		return
 	}
 	const mr, nr = 4, 4
@@ -340,44 +334,6 @@ func bf16DotGemm(p Par, ks *bf16Kernels, m, n, k int, alpha float32, a []float32
 					copy(c[(i0+r)*ldc+j0:][:nb], tile[r*nr:r*nr+nb])
 				}
 			}
-		}
-	})
-}
-
-// bf16DotRow is bf16DotGemm for one row of A, eight columns of C at a
-// time (the last ones through a zero-padded copy of B's rows and a
-// scratch tile).
-func bf16DotRow(p Par, ks *bf16Kernels, n, k int, alpha float32, a []float32, b []BF16, ldb int, beta float32, c []float32) {
-	const nr = 8
-	abuf := bf16Pool.Get().(*[]BF16)
-	defer bf16Pool.Put(abuf)
-	ab := growSlice(abuf, k)
-	RoundBF16(ab, a[:k])
-	colTiles := ceilDiv(n, nr)
-	// Streaming the weights is the cost, not arithmetic: a thread is worth
-	// its start-up for 256 KiB of them.
-	threads := p.workers(colTiles, int64(n)*int64(k), minStreamPerThread)
-	const chunk = 16
-	items := ceilDiv(colTiles, chunk)
-	threads = min(threads, items)
-	parallelFor(threads, items, func(item, _ int) {
-		for jt := item * chunk; jt < min((item+1)*chunk, colTiles); jt++ {
-			j0 := jt * nr
-			if nb := n - j0; nb < nr {
-				ebuf := bf16Pool.Get().(*[]BF16)
-				edge := growSlice(ebuf, nr*k)
-				clear(edge)
-				for j := range nb {
-					copy(edge[j*k:(j+1)*k], b[(j0+j)*ldb:][:k])
-				}
-				defer bf16Pool.Put(ebuf)
-				var tile [nr]float32
-				copy(tile[:nb], c[j0:n])
-				ks.row(k, ab, edge, k, tile[:], alpha, beta)
-				copy(c[j0:n], tile[:nb])
-				continue
-			}
-			ks.row(k, ab, b[j0*ldb:], ldb, c[j0:], alpha, beta)
 		}
 	})
 }

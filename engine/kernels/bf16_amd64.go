@@ -12,16 +12,10 @@ import (
 func bdotKernel4x4(k int, a *BF16, lda int, b *BF16, ldb int, c *float32, ldc int, alpha, beta float32)
 
 //go:noescape
-func bdotKernel1x8(k int, a, b *BF16, ldb int, c *float32, alpha, beta float32)
-
-//go:noescape
 func bdotStream2(k int, a *BF16, b0 *BF16, b1 *BF16, rows int, ldb int, c0 *float32, c1 *float32, alpha float32, beta float32)
 
 //go:noescape
 func bwdotKernel4x4AVX512(k int, a *float32, lda int, b *BF16, ldb int, c *float32, ldc int, alpha float32, beta float32)
-
-//go:noescape
-func bwdotKernel1x8AVX512(k int, a *float32, b *BF16, ldb int, c *float32, alpha float32, beta float32)
 
 //go:noescape
 func bwdotStream2AVX512(k int, a *float32, b0 *BF16, b1 *BF16, rows int, ldb int, c0 *float32, c1 *float32, alpha float32, beta float32)
@@ -31,9 +25,6 @@ func bwdotStream2AVX2(k int, a *float32, b0 *BF16, b1 *BF16, rows int, ldb int, 
 
 //go:noescape
 func bwdotKernel3x4AVX2(k int, a *float32, lda int, b *BF16, ldb int, c *float32, ldc int, alpha float32, beta float32)
-
-//go:noescape
-func bwdotKernel1x8AVX2(k int, a *float32, b *BF16, ldb int, c *float32, alpha float32, beta float32)
 
 //go:noescape
 func bgemmKernel12x32(kp int, a *BF16, lda int, b *BF16, c *float32, ldc int, alpha, beta float32)
@@ -79,10 +70,10 @@ func init() {
 		}
 	}
 	if hasAVX2 && !asmDisabled() {
-		bf16Dots = append(bf16Dots, wideDot("avx2", avx2SgemmImpl, bwdotKernel3x4AVX2, bwdotKernel1x8AVX2, bwdotStream2AVX2, &bf16EdgePool))
+		bf16Dots = append(bf16Dots, wideDot("avx2", avx2SgemmImpl, bwdotKernel3x4AVX2, bwdotStream2AVX2, &bf16EdgePool))
 	}
 	if hasAVX512 && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VL && !asmDisabled() {
-		bf16Dots = append(bf16Dots, wideDot("avx512", avx512SgemmImpl, bwdotKernel4x4AVX512, bwdotKernel1x8AVX512, bwdotStream2AVX512, &bf16EdgePool))
+		bf16Dots = append(bf16Dots, wideDot("avx512", avx512SgemmImpl, bwdotKernel4x4AVX512, bwdotStream2AVX512, &bf16EdgePool))
 	}
 	if !hasAVX512BF16 || asmDisabled() || os.Getenv(EnvKernels) == "avx2" {
 		return
@@ -112,16 +103,7 @@ func init() {
 			_, _, _ = a[3*lda+k-1], b[3*ldb+k-1], c[3*ldc+3]
 			bdotKernel4x4(k, &a[0], lda, &b[0], ldb, &c[0], ldc, alpha, beta)
 		},
-		row: func(k int, a, b []BF16, ldb int, c []float32, alpha, beta float32) {
-			_, _, _ = a[k-1], b[7*ldb+k-1], c[7]
-			bdotKernel1x8(k, &a[0], &b[0], ldb, &c[0], alpha, beta)
-		},
-		stream: func(k int, a, b0, b1 []BF16, rows, ldb int, c0, c1 []float32, alpha, beta float32) {
-			_, _ = a[k-1], c0[rows-1]
-			_, _ = b0[(rows-1)*ldb+k-1], b1[(rows-1)*ldb+k-1]
-			_ = c1[rows-1]
-			bdotStream2(k, &a[0], &b0[0], &b1[0], rows, ldb, &c0[0], &c1[0], alpha, beta)
-		},
+		stream: streamAsm(bdotStream2),
 		gemm: func(kp int, a []BF16, lda int, b []BF16, c []float32, ldc int, alpha, beta float32) {
 			_, _, _ = a[(bgMR-1)*lda+kp*2-1], b[kp*bgNR*2-1], c[(bgMR-1)*ldc+bgNR-1]
 			bgemmKernel12x32(kp, &a[0], lda, &b[0], &c[0], ldc, alpha, beta)

@@ -224,136 +224,6 @@ bd4store3:
 	VZEROUPPER
 	RET
 
-// func bdotKernel1x8(k int, a *BF16, b *BF16, ldb int, c *float32, alpha float32, beta float32)
-//
-// One row of A against eight rows of B, for the 1-row sampling step: each
-// element summed exactly as in bdotKernel4x4 (the same lanes, pairs and
-// reduction tree), so a row computed alone equals the same row in a 4×4
-// tile. Rows 0-3 of B are at DI, R12, R13, BX and rows 4-7 four rows
-// further (R9 = 4·ldb bytes); the pointers move 64 bytes per group of 32
-// elements. Row j's accumulator is Z(16+j).
-TEXT ·bdotKernel1x8(SB), NOSPLIT, $0-48
-	MOVQ k+0(FP), CX
-	MOVQ a+8(FP), SI
-	MOVQ b+16(FP), DI
-	MOVQ ldb+24(FP), R9
-	SHLQ $1, R9
-	LEAQ (DI)(R9*1), R12
-	LEAQ (R12)(R9*1), R13
-	LEAQ (R13)(R9*1), BX
-	SHLQ $2, R9
-	LEAQ (R9)(R9*2), R10
-	VPXORD Z16, Z16, Z16
-	VPXORD Z17, Z17, Z17
-	VPXORD Z18, Z18, Z18
-	VPXORD Z19, Z19, Z19
-	VPXORD Z20, Z20, Z20
-	VPXORD Z21, Z21, Z21
-	VPXORD Z22, Z22, Z22
-	VPXORD Z23, Z23, Z23
-
-bd1loop:
-	CMPQ CX, $32
-	JL bd1tail
-	PREFETCH4ROWS(R9*2) // the next 8 rows
-	PREFETCH4ROWS(R10*1)
-	VMOVDQU16 (SI), Z0
-	VMOVDQU16 (DI), Z1
-	BYTE $0x62; BYTE $0xe2; BYTE $0x7e; BYTE $0x48; BYTE $0x52; BYTE $0xc1 // VDPBF16PS Z1, Z0, Z16
-	VMOVDQU16 (R12), Z2
-	BYTE $0x62; BYTE $0xe2; BYTE $0x7e; BYTE $0x48; BYTE $0x52; BYTE $0xca // VDPBF16PS Z2, Z0, Z17
-	VMOVDQU16 (R13), Z3
-	BYTE $0x62; BYTE $0xe2; BYTE $0x7e; BYTE $0x48; BYTE $0x52; BYTE $0xd3 // VDPBF16PS Z3, Z0, Z18
-	VMOVDQU16 (BX), Z4
-	BYTE $0x62; BYTE $0xe2; BYTE $0x7e; BYTE $0x48; BYTE $0x52; BYTE $0xdc // VDPBF16PS Z4, Z0, Z19
-	VMOVDQU16 (DI)(R9*1), Z1
-	BYTE $0x62; BYTE $0xe2; BYTE $0x7e; BYTE $0x48; BYTE $0x52; BYTE $0xe1 // VDPBF16PS Z1, Z0, Z20
-	VMOVDQU16 (R12)(R9*1), Z2
-	BYTE $0x62; BYTE $0xe2; BYTE $0x7e; BYTE $0x48; BYTE $0x52; BYTE $0xea // VDPBF16PS Z2, Z0, Z21
-	VMOVDQU16 (R13)(R9*1), Z3
-	BYTE $0x62; BYTE $0xe2; BYTE $0x7e; BYTE $0x48; BYTE $0x52; BYTE $0xf3 // VDPBF16PS Z3, Z0, Z22
-	VMOVDQU16 (BX)(R9*1), Z4
-	BYTE $0x62; BYTE $0xe2; BYTE $0x7e; BYTE $0x48; BYTE $0x52; BYTE $0xfc // VDPBF16PS Z4, Z0, Z23
-	ADDQ $64, SI
-	ADDQ $64, DI
-	ADDQ $64, R12
-	ADDQ $64, R13
-	ADDQ $64, BX
-	SUBQ $32, CX
-	JMP bd1loop
-
-bd1tail:
-	TESTQ CX, CX
-	JZ bd1reduce
-	MOVQ $1, R11
-	SHLQ CX, R11
-	DECQ R11
-	KMOVD R11, K1
-	VMOVDQU16.Z (SI), K1, Z0
-	VMOVDQU16.Z (DI), K1, Z1
-	BYTE $0x62; BYTE $0xe2; BYTE $0x7e; BYTE $0x48; BYTE $0x52; BYTE $0xc1 // VDPBF16PS Z1, Z0, Z16
-	VMOVDQU16.Z (R12), K1, Z2
-	BYTE $0x62; BYTE $0xe2; BYTE $0x7e; BYTE $0x48; BYTE $0x52; BYTE $0xca // VDPBF16PS Z2, Z0, Z17
-	VMOVDQU16.Z (R13), K1, Z3
-	BYTE $0x62; BYTE $0xe2; BYTE $0x7e; BYTE $0x48; BYTE $0x52; BYTE $0xd3 // VDPBF16PS Z3, Z0, Z18
-	VMOVDQU16.Z (BX), K1, Z4
-	BYTE $0x62; BYTE $0xe2; BYTE $0x7e; BYTE $0x48; BYTE $0x52; BYTE $0xdc // VDPBF16PS Z4, Z0, Z19
-	VMOVDQU16.Z (DI)(R9*1), K1, Z1
-	BYTE $0x62; BYTE $0xe2; BYTE $0x7e; BYTE $0x48; BYTE $0x52; BYTE $0xe1 // VDPBF16PS Z1, Z0, Z20
-	VMOVDQU16.Z (R12)(R9*1), K1, Z2
-	BYTE $0x62; BYTE $0xe2; BYTE $0x7e; BYTE $0x48; BYTE $0x52; BYTE $0xea // VDPBF16PS Z2, Z0, Z21
-	VMOVDQU16.Z (R13)(R9*1), K1, Z3
-	BYTE $0x62; BYTE $0xe2; BYTE $0x7e; BYTE $0x48; BYTE $0x52; BYTE $0xf3 // VDPBF16PS Z3, Z0, Z22
-	VMOVDQU16.Z (BX)(R9*1), K1, Z4
-	BYTE $0x62; BYTE $0xe2; BYTE $0x7e; BYTE $0x48; BYTE $0x52; BYTE $0xfc // VDPBF16PS Z4, Z0, Z23
-
-bd1reduce:
-	MOVQ         c+32(FP), SI
-	VBROADCASTSS alpha+40(FP), X2
-	VBROADCASTSS beta+44(FP), X3
-	MOVL         beta+44(FP), CX
-	ANDL         $0x7fffffff, CX
-	VEXTRACTF64X4 $1, Z16, Y4
-	VADDPS Z4, Z16, Z4
-	VEXTRACTF64X4 $1, Z17, Y5
-	VADDPS Z5, Z17, Z5
-	VEXTRACTF64X4 $1, Z18, Y6
-	VADDPS Z6, Z18, Z6
-	VEXTRACTF64X4 $1, Z19, Y7
-	VADDPS Z7, Z19, Z7
-	VHADDPS Y5, Y4, Y0
-	VHADDPS Y7, Y6, Y1
-	VHADDPS Y1, Y0, Y0
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS X1, X0, X0
-	VMULPS X2, X0, X0
-	TESTL CX, CX
-	JZ bd1store0
-	VFMADD231PS 0(SI), X3, X0
-bd1store0:
-	VMOVUPS X0, 0(SI)
-	VEXTRACTF64X4 $1, Z20, Y4
-	VADDPS Z4, Z20, Z4
-	VEXTRACTF64X4 $1, Z21, Y5
-	VADDPS Z5, Z21, Z5
-	VEXTRACTF64X4 $1, Z22, Y6
-	VADDPS Z6, Z22, Z6
-	VEXTRACTF64X4 $1, Z23, Y7
-	VADDPS Z7, Z23, Z7
-	VHADDPS Y5, Y4, Y0
-	VHADDPS Y7, Y6, Y1
-	VHADDPS Y1, Y0, Y0
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS X1, X0, X0
-	VMULPS X2, X0, X0
-	TESTL CX, CX
-	JZ bd1store1
-	VFMADD231PS 16(SI), X3, X0
-bd1store1:
-	VMOVUPS X0, 16(SI)
-	VZEROUPPER
-	RET
-
 // func bdotStream2(k int, a *BF16, b0 *BF16, b1 *BF16, rows int, ldb int, c0 *float32, c1 *float32, alpha float32, beta float32)
 //
 // One row of A against rows consecutive rows from b0 and as many from b1,
@@ -374,8 +244,6 @@ TEXT ·bdotStream2(SB), NOSPLIT, $0-72
 	MOVQ c0+48(FP), R10
 	MOVQ c1+56(FP), R11
 	VBROADCASTSS beta+68(FP), X3
-	MOVL beta+68(FP), DX
-	ANDL $0x7fffffff, DX
 	MOVQ CX, AX
 	ANDQ $31, CX
 	MOVQ $1, BX
@@ -416,21 +284,7 @@ bs2tail:
 bs2reduce:
 	VBROADCASTSS alpha+64(FP), X2 // Z2 held B's row
 	FOLD4(Z16, Z17, Z16, Z17)
-	VMOVSHDUP X0, X1
-	TESTL DX, DX
-	JZ bs2store
-	VFMADD231SS (R10), X3, X0
-	VFMADD231SS (R11), X3, X1
-
-bs2store:
-	VMOVSS X0, (R10)
-	VMOVSS X1, (R11)
-	ADDQ $4, R10
-	ADDQ $4, R11
-	ADDQ R9, DI
-	ADDQ R9, R12
-	DECQ R8
-	JMP bs2row
+	STREAM2NEXT(bs2store, bs2row)
 
 bs2done:
 	VZEROUPPER

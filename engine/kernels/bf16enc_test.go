@@ -64,5 +64,5 @@ func TestBF16Encodings(t *testing.T) {
 			seen++
 		}
 	}
-	require.Equal(t, 2*(16+8+2)+24, seen, "VDPBF16PS lines: the dot kernels' bodies and tails (4×4: 16, 1×8: 8, two streams: 2), the packed kernel (24)")
+	require.Equal(t, 2*(16+2)+24, seen, "VDPBF16PS lines: the dot kernels' bodies and tails (4×4: 16, two streams: 2), the packed kernel (24)")
 }

@@ -26,7 +26,7 @@
 //     (float64 uses the AVX2 one);
 //   - avx2-6x16 (float64: avx2-6x8): AVX2+FMA micro-kernels holding a 6×16
 //     tile in 12 YMM registers, and a 3×4 dot-product tile (float32: and
-//     one row against eight, for a single row);
+//     one row against two streams of B's rows, for a single row);
 //   - go4x4: a portable Go micro-kernel (other architectures, the purego
 //     build tag, or TANDEM_KERNELS=purego in the environment).
 //

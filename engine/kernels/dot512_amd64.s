@@ -145,108 +145,6 @@ sdot16store3:
 	VZEROUPPER
 	RET
 
-// func sdotKernel1x8AVX512(k int, a *float32, b *float32, ldb int, c *float32, alpha float32, beta float32)
-//
-// One row of A against eight rows of B (the 1-row sampling step): each
-// element summed exactly as in sdotKernel4x4AVX512 (the same 16 lanes in
-// order, the same masked tail and reduction tree), so a row computed
-// alone equals the same row in a 4×4 tile, with no work spent on padding
-// rows. Rows 0-3 of B are at DI, R12, R13, BX and rows 4-7 four rows
-// further (R9 = 4·ldb bytes); the pointers move 64 bytes per 16
-// elements. Row j's accumulator is Z(16+j).
-TEXT ·sdotKernel1x8AVX512(SB), NOSPLIT, $0-48
-	MOVQ k+0(FP), CX
-	MOVQ a+8(FP), SI
-	MOVQ b+16(FP), DI
-	MOVQ ldb+24(FP), R9
-	SHLQ $2, R9
-	LEAQ (DI)(R9*1), R12
-	LEAQ (R12)(R9*1), R13
-	LEAQ (R13)(R9*1), BX
-	SHLQ $2, R9
-	VPXORD Z16, Z16, Z16
-	VPXORD Z17, Z17, Z17
-	VPXORD Z18, Z18, Z18
-	VPXORD Z19, Z19, Z19
-	VPXORD Z20, Z20, Z20
-	VPXORD Z21, Z21, Z21
-	VPXORD Z22, Z22, Z22
-	VPXORD Z23, Z23, Z23
-
-sdot1loop:
-	CMPQ CX, $16
-	JL sdot1tail
-	VMOVUPS (SI), Z0
-	VMOVUPS (DI), Z1
-	VFMADD231PS Z1, Z0, Z16
-	VMOVUPS (R12), Z2
-	VFMADD231PS Z2, Z0, Z17
-	VMOVUPS (R13), Z3
-	VFMADD231PS Z3, Z0, Z18
-	VMOVUPS (BX), Z4
-	VFMADD231PS Z4, Z0, Z19
-	VMOVUPS (DI)(R9*1), Z1
-	VFMADD231PS Z1, Z0, Z20
-	VMOVUPS (R12)(R9*1), Z2
-	VFMADD231PS Z2, Z0, Z21
-	VMOVUPS (R13)(R9*1), Z3
-	VFMADD231PS Z3, Z0, Z22
-	VMOVUPS (BX)(R9*1), Z4
-	VFMADD231PS Z4, Z0, Z23
-	ADDQ $64, SI
-	ADDQ $64, DI
-	ADDQ $64, R12
-	ADDQ $64, R13
-	ADDQ $64, BX
-	SUBQ $16, CX
-	JMP sdot1loop
-
-sdot1tail:
-	TESTQ CX, CX
-	JZ sdot1reduce
-	MOVL $1, R11
-	SHLL CX, R11
-	DECL R11
-	KMOVW R11, K1
-	VMOVUPS.Z (SI), K1, Z0
-	VMOVUPS.Z (DI), K1, Z1
-	VFMADD231PS Z1, Z0, Z16
-	VMOVUPS.Z (R12), K1, Z2
-	VFMADD231PS Z2, Z0, Z17
-	VMOVUPS.Z (R13), K1, Z3
-	VFMADD231PS Z3, Z0, Z18
-	VMOVUPS.Z (BX), K1, Z4
-	VFMADD231PS Z4, Z0, Z19
-	VMOVUPS.Z (DI)(R9*1), K1, Z1
-	VFMADD231PS Z1, Z0, Z20
-	VMOVUPS.Z (R12)(R9*1), K1, Z2
-	VFMADD231PS Z2, Z0, Z21
-	VMOVUPS.Z (R13)(R9*1), K1, Z3
-	VFMADD231PS Z3, Z0, Z22
-	VMOVUPS.Z (BX)(R9*1), K1, Z4
-	VFMADD231PS Z4, Z0, Z23
-
-sdot1reduce:
-	MOVQ         c+32(FP), SI
-	VBROADCASTSS alpha+40(FP), X2
-	VBROADCASTSS beta+44(FP), X3
-	MOVL         beta+44(FP), CX
-	ANDL         $0x7fffffff, CX
-	FOLD4(Z16, Z17, Z18, Z19)
-	TESTL CX, CX
-	JZ sdot1store0
-	VFMADD231PS 0(SI), X3, X0
-sdot1store0:
-	VMOVUPS X0, 0(SI)
-	FOLD4(Z20, Z21, Z22, Z23)
-	TESTL CX, CX
-	JZ sdot1store1
-	VFMADD231PS 16(SI), X3, X0
-sdot1store1:
-	VMOVUPS X0, 16(SI)
-	VZEROUPPER
-	RET
-
 // func sdotStream2AVX512(k int, a *float32, b0 *float32, b1 *float32, rows int, ldb int, c0 *float32, c1 *float32, alpha float32, beta float32)
 //
 // One row of A against two runs of rows of B, rows consecutive rows from
@@ -257,8 +155,9 @@ sdot1store1:
 // FOLD4's tree) and beta is added as there (a fused multiply-add, C not
 // read when beta is ±0), so it equals the element of a 4×4 tile bit for
 // bit. A product streaming its weights once runs at the machine's read
-// bandwidth this way: the 1×8 kernel's eight rows of a few KiB are eight
-// short streams, which the hardware prefetchers follow badly. Row i of
+// bandwidth this way: the 1×8 kernel this replaced read eight rows of a
+// few KiB, eight short streams, which the hardware prefetchers follow
+// badly. Row i of
 // either run's accumulator is Z16 (b0) and Z17 (b1); AX is the byte
 // offset along k.
 TEXT ·sdotStream2AVX512(SB), NOSPLIT, $0-72
@@ -273,8 +172,6 @@ TEXT ·sdotStream2AVX512(SB), NOSPLIT, $0-72
 	MOVQ c1+56(FP), R11
 	VBROADCASTSS alpha+64(FP), X2
 	VBROADCASTSS beta+68(FP), X3
-	MOVL beta+68(FP), DX
-	ANDL $0x7fffffff, DX
 	MOVQ CX, R13
 	ANDL $15, CX
 	MOVL $1, BX
@@ -330,21 +227,7 @@ s2tail:
 
 s2reduce:
 	FOLD4(Z16, Z17, Z16, Z17)
-	VMOVSHDUP X0, X1
-	TESTL DX, DX
-	JZ s2store
-	VFMADD231SS (R10), X3, X0
-	VFMADD231SS (R11), X3, X1
-
-s2store:
-	VMOVSS X0, (R10)
-	VMOVSS X1, (R11)
-	ADDQ $4, R10
-	ADDQ $4, R11
-	ADDQ R9, DI
-	ADDQ R9, R12
-	DECQ R8
-	JMP s2row
+	STREAM2NEXT(s2store, s2row)
 
 s2done:
 	VZEROUPPER

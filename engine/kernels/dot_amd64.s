@@ -305,116 +305,6 @@ ddotstore2:
 	VZEROUPPER
 	RET
 
-// Eight rows of B for the 1×8 kernels: DI, R12, R13, BX and each of those
-// plus R9 (four rows).
-#define ROW8FMAS(O) \
-	VMOVUPS     O(SI), Y0;        \
-	VFMADD231PS O(DI), Y0, Y8;    \
-	VFMADD231PS O(R12), Y0, Y9;   \
-	VFMADD231PS O(R13), Y0, Y10;  \
-	VFMADD231PS O(BX), Y0, Y11;   \
-	VFMADD231PS O(DI)(R9*1), Y0, Y12;  \
-	VFMADD231PS O(R12)(R9*1), Y0, Y13; \
-	VFMADD231PS O(R13)(R9*1), Y0, Y14; \
-	VFMADD231PS O(BX)(R9*1), Y0, Y15
-
-// func sdotKernel1x8AVX2(k int, a *float32, b *float32, ldb int, c *float32, alpha float32, beta float32)
-//
-// One row of A against eight rows of B, each element exactly as
-// sdotKernel3x4 computes it: lane l of its accumulator sums the products
-// at positions ≡ l (mod 8) in order, the last partial group under the
-// same mask, then DOTREDUCE, alpha and beta in the same instructions. So
-// a row computed alone is the row computed among others, bit for bit.
-TEXT ·sdotKernel1x8AVX2(SB), NOSPLIT, $0-48
-	MOVQ   k+0(FP), CX
-	MOVQ   a+8(FP), SI
-	MOVQ   b+16(FP), DI
-	MOVQ   ldb+24(FP), R9
-	SHLQ   $2, R9
-	LEAQ   (DI)(R9*1), R12
-	LEAQ   (R12)(R9*1), R13
-	LEAQ   (R13)(R9*1), BX
-	SHLQ   $2, R9
-	VXORPS Y8, Y8, Y8
-	VXORPS Y9, Y9, Y9
-	VXORPS Y10, Y10, Y10
-	VXORPS Y11, Y11, Y11
-	VXORPS Y12, Y12, Y12
-	VXORPS Y13, Y13, Y13
-	VXORPS Y14, Y14, Y14
-	VXORPS Y15, Y15, Y15
-
-srow16:
-	CMPQ CX, $16
-	JL   srow8
-	ROW8FMAS(0)
-	ROW8FMAS(32)
-	ADDQ $64, SI
-	ADDQ $64, DI
-	ADDQ $64, R12
-	ADDQ $64, R13
-	ADDQ $64, BX
-	SUBQ $16, CX
-	JMP  srow16
-
-srow8:
-	CMPQ CX, $8
-	JL   srowtail
-	ROW8FMAS(0)
-	ADDQ $32, SI
-	ADDQ $32, DI
-	ADDQ $32, R12
-	ADDQ $32, R13
-	ADDQ $32, BX
-	SUBQ $8, CX
-
-srowtail:
-	TESTQ       CX, CX
-	JZ          srowreduce
-	LEAQ        ·sdotMask(SB), DX
-	NEGQ        CX
-	VMOVUPS     32(DX)(CX*4), Y7
-	VMASKMOVPS  (SI), Y7, Y0
-	VMASKMOVPS  (DI), Y7, Y1
-	VFMADD231PS Y1, Y0, Y8
-	VMASKMOVPS  (R12), Y7, Y1
-	VFMADD231PS Y1, Y0, Y9
-	VMASKMOVPS  (R13), Y7, Y1
-	VFMADD231PS Y1, Y0, Y10
-	VMASKMOVPS  (BX), Y7, Y1
-	VFMADD231PS Y1, Y0, Y11
-	VMASKMOVPS  (DI)(R9*1), Y7, Y1
-	VFMADD231PS Y1, Y0, Y12
-	VMASKMOVPS  (R12)(R9*1), Y7, Y1
-	VFMADD231PS Y1, Y0, Y13
-	VMASKMOVPS  (R13)(R9*1), Y7, Y1
-	VFMADD231PS Y1, Y0, Y14
-	VMASKMOVPS  (BX)(R9*1), Y7, Y1
-	VFMADD231PS Y1, Y0, Y15
-
-srowreduce:
-	MOVQ         c+32(FP), DX
-	VBROADCASTSS alpha+40(FP), X2
-	VBROADCASTSS beta+44(FP), X3
-	MOVL         beta+44(FP), CX
-	ANDL         $0x7fffffff, CX
-	DOTREDUCE(Y8, Y9, Y10, Y11)
-	VMULPS       X2, X0, X0
-	TESTL        CX, CX
-	JZ           srowstore0
-	VFMADD231PS  (DX), X3, X0
-srowstore0:
-	VMOVUPS      X0, (DX)
-	DOTREDUCE(Y12, Y13, Y14, Y15)
-	VMULPS       X2, X0, X0
-	TESTL        CX, CX
-	JZ           srowstore1
-	VFMADD231PS  16(DX), X3, X0
-srowstore1:
-	VMOVUPS      X0, 16(DX)
-	VZEROUPPER
-	RET
-
 // func sdotStream2AVX2(k int, a *float32, b0 *float32, b1 *float32, rows int, ldb int, c0 *float32, c1 *float32, alpha float32, beta float32)
 //
 // sdotStream2AVX512's AVX2 twin: one row of A against rows consecutive
@@ -435,8 +325,6 @@ TEXT ·sdotStream2AVX2(SB), NOSPLIT, $0-72
 	MOVQ         c1+56(FP), R11
 	VBROADCASTSS alpha+64(FP), X2
 	VBROADCASTSS beta+68(FP), X3
-	MOVL         beta+68(FP), DX
-	ANDL         $0x7fffffff, DX
 	MOVQ         CX, AX
 	ANDQ         $7, AX
 	LEAQ         ·sdotMask(SB), BX
@@ -491,21 +379,7 @@ s2vtail:
 s2vreduce:
 	DOTREDUCE(Y8, Y9, Y8, Y9)
 	VMULPS      X2, X0, X0
-	VMOVSHDUP   X0, X1
-	TESTL       DX, DX
-	JZ          s2vstore
-	VFMADD231SS (R10), X3, X0
-	VFMADD231SS (R11), X3, X1
-
-s2vstore:
-	VMOVSS X0, (R10)
-	VMOVSS X1, (R11)
-	ADDQ   $4, R10
-	ADDQ   $4, R11
-	ADDQ   R9, DI
-	ADDQ   R9, R12
-	DECQ   R8
-	JMP    s2vrow
+	STREAM2NEXT(s2vstore, s2vrow)
 
 s2vdone:
 	VZEROUPPER

@@ -31,3 +31,28 @@
 	VHADDPS      Y1, Y0, Y0; \
 	VEXTRACTF128 $1, Y0, X1; \
 	VADDPS       X1, X0, X0
+
+// STREAM2NEXT ends one row of the two-stream kernels (sdotStream2AVX512,
+// sdotStream2AVX2 and their twins, all with the same arguments): X0 holds
+// alpha times the two sums, the first run's in lane 0 and the second's in
+// lane 1; beta·C is added by a fused multiply-add unless beta is ±0 (C is
+// then not read), both results are stored at R10 and R11, those move on
+// one element and B's row pointers DI and R12 one row (R9 bytes), one
+// fewer row is left (R8) and the kernel goes on at ROW. SKIP is a label
+// of the kernel's own. Clobbers X1 and DX.
+#define STREAM2NEXT(SKIP, ROW) \
+	VMOVSHDUP   X0, X1;          \
+	MOVL        beta+68(FP), DX; \
+	ANDL        $0x7fffffff, DX; \
+	JZ          SKIP;            \
+	VFMADD231SS (R10), X3, X0;   \
+	VFMADD231SS (R11), X3, X1;   \
+SKIP:                            \
+	VMOVSS      X0, (R10);       \
+	VMOVSS      X1, (R11);       \
+	ADDQ        $4, R10;         \
+	ADDQ        $4, R11;         \
+	ADDQ        R9, DI;          \
+	ADDQ        R9, R12;         \
+	DECQ        R8;              \
+	JMP         ROW

@@ -13,18 +13,11 @@ import "sync"
 // float32 kernels do.
 type dotKernel[T float, B any] func(k int, a []T, lda int, b []B, ldb int, c []T, ldc int, alpha, beta T)
 
-// dotRowKernel computes C[0:rowNR] = alpha·a·Bᵀ + beta·C for one row a
-// of length k >= 1 and rowNR rows b[j*ldb:].
-type dotRowKernel[T float, B any] func(k int, a []T, b []B, ldb int, c []T, alpha, beta T)
-
 // dotStreamKernel computes, for i < rows, c0[i] = alpha·a·b0[i*ldb:]ᵀ +
 // beta·c0[i] and c1[i] = alpha·a·b1[i*ldb:]ᵀ + beta·c1[i], for one row a
 // of length k >= 1: the rows of two runs of B in pairs, so that B is read
 // as two sequential streams. When beta == 0, C is not read.
 type dotStreamKernel[A, B any, T float] func(k int, a []A, b0, b1 []B, rows, ldb int, c0, c1 []T, alpha, beta T)
-
-// rowNR is how many rows of B a dotRowKernel takes.
-const rowNR = 8
 
 // dotImpl is the path for C = alpha·A·Bᵀ + beta·C with few rows of A (the
 // engine's sampling step): no packing, every row read in place.
@@ -34,11 +27,8 @@ type dotImpl[T float] = dotImplOf[T, T]
 type dotImplOf[T float, B any] struct {
 	mr, nr int
 	kernel dotKernel[T, B]
-	// row, when set, computes one row of A against rowNR rows of B, each
-	// element exactly as kernel does, for m == 1.
-	row dotRowKernel[T, B]
-	// stream, when set, computes each element exactly as kernel does, for
-	// m == 1, and is used there instead of row.
+	// stream, when set, computes C for one row of A (m == 1), each
+	// element exactly as kernel does.
 	stream  dotStreamKernel[T, B, T]
 	maxRows int // used when m <= maxRows
 	chunk   int // column tiles per work item
@@ -53,11 +43,7 @@ type dotImplOf[T float, B any] struct {
 // so the result does not depend on par.
 func dotGemm[T float, B any](im *gemmImpl[T], d *dotImplOf[T, B], par Par, m, n, k int, alpha T, a []T, lda int, b []B, ldb int, beta T, c []T, ldc int) {
 	if m == 1 && d.stream != nil {
-		dotStream(im, d, par, n, k, alpha, a, b, ldb, beta, c)
-		return
-	}
-	if m == 1 && d.row != nil {
-		dotRow(im, d, par, n, k, alpha, a, b, ldb, beta, c)
+		streamRows(im.streamThreads(par, n, int64(n)*int64(k)), d.stream, n, k, alpha, a, b, ldb, beta, c)
 		return
 	}
 	edges := d.edgePool(im)
@@ -148,68 +134,20 @@ func dotGemm[T float, B any](im *gemmImpl[T], d *dotImplOf[T, B], par Par, m, n,
 	})
 }
 
-// dotRow is dotGemm for one row of A: rowNR columns of C at a time, the
-// last ones through a zero-padded copy of B's rows and a scratch tile.
-func dotRow[T float, B any](im *gemmImpl[T], d *dotImplOf[T, B], par Par, n, k int, alpha T, a []T, b []B, ldb int, beta T, c []T) {
-	edges := d.edgePool(im)
-	colTiles := ceilDiv(n, rowNR)
-	threads := im.streamThreads(par, colTiles, int64(n)*int64(k))
-	const chunk = 16
-	items := ceilDiv(colTiles, chunk)
-	threads = min(threads, items)
-	parallelFor(threads, items, func(item, _ int) {
-		for jt := item * chunk; jt < min((item+1)*chunk, colTiles); jt++ {
-			j0 := jt * rowNR
-			nb := n - j0
-			if nb >= rowNR {
-				d.row(k, a, b[j0*ldb:], ldb, c[j0:], alpha, beta)
-				continue
-			}
-			buf := poolSlice[B](edges)
-			edge := growSlice(buf, rowNR*k)
-			for j := range rowNR {
-				if j < nb {
-					copy(edge[j*k:(j+1)*k], b[(j0+j)*ldb:][:k])
-				} else {
-					clear(edge[j*k : (j+1)*k])
-				}
-			}
-			var tile [rowNR]T
-			if beta != 0 {
-				copy(tile[:nb], c[j0:n])
-			}
-			d.row(k, a, edge, k, tile[:], alpha, beta)
-			copy(c[j0:n], tile[:nb])
-			edges.Put(buf)
-		}
-	})
-}
-
 // streamItemElems is about how many elements of B one work item of
-// dotStream reads (1 MiB in bfloat16): items this long keep each
+// streamRows reads (1 MiB in bfloat16): items this long keep each
 // goroutine's two streams long enough for the prefetchers, and more items
 // than goroutines let one take over from another slowed by other work.
 const streamItemElems = 1 << 19
 
-// dotStream is dotGemm for one row of A by d.stream (see streamRows).
-func dotStream[T float, B any](im *gemmImpl[T], d *dotImplOf[T, B], par Par, n, k int, alpha T, a []T, b []B, ldb int, beta T, c []T) {
-	minWork := im.minWork
-	if minWork == 0 {
-		minWork = minStreamPerThread
-	}
-	streamRows(par, minWork, d.stream, n, k, alpha, a, b, ldb, beta, c)
-}
-
 // streamRows computes C = alpha·a·Bᵀ + beta·C for one row a by stream: C's
 // n columns are cut into contiguous runs of rows of B, each read as two
-// streams (its first and second half side by side) by one goroutine, with
-// a goroutine for each minWork elements of B. The last row of a run of
+// streams (its first and second half side by side) by one of threads
+// goroutines. The last row of a run of
 // odd length is computed alone, against itself as the second stream.
 // Every element is the kernel's, so the result does not depend on par.
-func streamRows[A, B any, T float](par Par, minWork int64, stream dotStreamKernel[A, B, T], n, k int, alpha T, a []A, b []B, ldb int, beta T, c []T) {
-	elems := int64(n) * int64(k)
-	threads := par.workers(n, elems, minWork)
-	items := max(threads, int(min(int64(n), elems/streamItemElems)))
+func streamRows[A, B any, T float](threads int, stream dotStreamKernel[A, B, T], n, k int, alpha T, a []A, b []B, ldb int, beta T, c []T) {
+	items := max(threads, int(min(int64(n), int64(n)*int64(k)/streamItemElems)))
 	parallelFor(threads, items, func(item, _ int) {
 		r0, r1 := item*n/items, (item+1)*n/items
 		half := (r1 - r0) / 2

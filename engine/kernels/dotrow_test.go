@@ -8,10 +8,10 @@ import (
 )
 
 // TestSgemmDotRowInvariant: on the sampling step's route (A·Bᵀ, 13 rows
-// and the most the dot route takes), a row computed alone — by the 1-row kernel where
-// the implementation has one — equals the same row computed among others
-// in 4×4 tiles, bit for bit, for depths around the 16-lane groups, column
-// counts around the 8-wide row tile, and beta ≠ 0. Continuous batching
+// and the most the dot route takes), a row computed alone — by the
+// two-stream 1-row kernel where the implementation has one — equals the
+// same row computed among others in 4×4 tiles, bit for bit, for depths
+// around the 16-lane groups, odd and even column counts, and beta ≠ 0. Continuous batching
 // relies on it: a sequence's numbers must not depend on its batch.
 func TestSgemmDotRowInvariant(t *testing.T) {
 	t.Parallel()

@@ -31,9 +31,6 @@ func init() {
 func hdotKernel4x4AVX512(k int, a *float32, lda int, b *F16, ldb int, c *float32, ldc int, alpha float32, beta float32)
 
 //go:noescape
-func hdotKernel1x8AVX512(k int, a *float32, b *F16, ldb int, c *float32, alpha float32, beta float32)
-
-//go:noescape
 func hdotStream2AVX512(k int, a *float32, b0 *F16, b1 *F16, rows int, ldb int, c0 *float32, c1 *float32, alpha float32, beta float32)
 
 //go:noescape
@@ -42,50 +39,32 @@ func hdotStream2AVX2(k int, a *float32, b0 *F16, b1 *F16, rows int, ldb int, c0 
 //go:noescape
 func hdotKernel3x4AVX2(k int, a *float32, lda int, b *F16, ldb int, c *float32, ldc int, alpha float32, beta float32)
 
-//go:noescape
-func hdotKernel1x8AVX2(k int, a *float32, b *F16, ldb int, c *float32, alpha float32, beta float32)
-
 func init() {
 	if !hasAVX2 || !cpu.X86.HasF16C || asmDisabled() {
 		return
 	}
-	f16Dots = append(f16Dots, wideDot("avx2", avx2SgemmImpl, hdotKernel3x4AVX2, hdotKernel1x8AVX2, hdotStream2AVX2, &f16EdgePool))
+	f16Dots = append(f16Dots, wideDot("avx2", avx2SgemmImpl, hdotKernel3x4AVX2, hdotStream2AVX2, &f16EdgePool))
 	if hasAVX512 && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VL {
-		f16Dots = append(f16Dots, wideDot("avx512", avx512SgemmImpl, hdotKernel4x4AVX512, hdotKernel1x8AVX512, hdotStream2AVX512, &f16EdgePool))
+		f16Dots = append(f16Dots, wideDot("avx512", avx512SgemmImpl, hdotKernel4x4AVX512, hdotStream2AVX512, &f16EdgePool))
 	}
 }
 
 // wideDot is im's dot route with B stored in 16 bits (type W), computed
 // by kernel (tiles of im.dot's shape: widedot_amd64.h's 4×4 for AVX-512,
-// widedot2_amd64.h's 3×4 for AVX2), row (one row against eight) and,
-// where the implementation has one, stream (one row against two runs of
-// rows, read as two streams: the 1-row products), B's last partial tile
-// padded through edges.
+// widedot2_amd64.h's 3×4 for AVX2) and stream (one row against two runs
+// of rows, read as two streams: the 1-row products), B's last partial
+// tile padded through edges.
 func wideDot[W F16 | BF16](name string, im *gemmImpl[float32], kernel func(k int, a *float32, lda int, b *W, ldb int, c *float32, ldc int, alpha, beta float32),
-	row func(k int, a *float32, b *W, ldb int, c *float32, alpha, beta float32),
 	stream func(k int, a *float32, b0, b1 *W, rows, ldb int, c0, c1 *float32, alpha, beta float32), edges *sync.Pool) wideRoute[W] {
 	d := im.dot
 	mr, nr := d.mr, d.nr
-	var streamKernel dotStreamKernel[float32, W, float32]
-	if stream != nil {
-		streamKernel = func(k int, a []float32, b0, b1 []W, rows, ldb int, c0, c1 []float32, alpha, beta float32) {
-			_, _ = a[k-1], c0[rows-1]
-			_, _ = b0[(rows-1)*ldb+k-1], b1[(rows-1)*ldb+k-1]
-			_ = c1[rows-1]
-			stream(k, &a[0], &b0[0], &b1[0], rows, ldb, &c0[0], &c1[0], alpha, beta)
-		}
-	}
 	return wideRoute[W]{name: name, im: im, d: &dotImplOf[float32, W]{
 		mr: mr, nr: nr, maxRows: d.maxRows, chunk: d.chunk,
 		kernel: func(k int, a []float32, lda int, b []W, ldb int, c []float32, ldc int, alpha, beta float32) {
 			_, _, _ = a[(mr-1)*lda+k-1], b[(nr-1)*ldb+k-1], c[(mr-1)*ldc+nr-1]
 			kernel(k, &a[0], lda, &b[0], ldb, &c[0], ldc, alpha, beta)
 		},
-		row: func(k int, a []float32, b []W, ldb int, c []float32, alpha, beta float32) {
-			_, _, _ = a[k-1], b[(rowNR-1)*ldb+k-1], c[rowNR-1]
-			row(k, &a[0], &b[0], ldb, &c[0], alpha, beta)
-		},
-		stream: streamKernel,
+		stream: streamAsm(stream),
 		edges:  edges,
 	}}
 }

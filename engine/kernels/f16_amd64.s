@@ -6,14 +6,12 @@
 // The dot kernels with B in half precision: VCVTPH2PS widens it exactly.
 #define WIDEN16(src, dst) VCVTPH2PS src, dst
 #define WDOT4X4 ·hdotKernel4x4AVX512
-#define WDOT1X8 ·hdotKernel1x8AVX512
 #define WDOTSTREAM2 ·hdotStream2AVX512
 #include "widedot_amd64.h"
 
-// The AVX2 twins of sdotKernel3x4 and sdotKernel1x8AVX2.
+// The AVX2 twins of sdotKernel3x4 and sdotStream2AVX2.
 #define WIDEN8(src, dst) VCVTPH2PS src, dst
 #define W2DOT3X4 ·hdotKernel3x4AVX2
-#define W2DOT1X8 ·hdotKernel1x8AVX2
 #define W2DOTSTREAM2 ·hdotStream2AVX2
 #include "widedot2_amd64.h"
 

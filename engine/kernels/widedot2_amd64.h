@@ -5,11 +5,11 @@
 //	WIDEN8(src, dst):   the 8 16-bit elements at src (a 128-bit memory
 //	                    operand) widened, exactly, to the 8 float32 lanes
 //	                    of Y register dst
-//	W2DOT3X4, W2DOT1X8,
+//	W2DOT3X4,
 //	W2DOTSTREAM2:         the kernels' symbol names
 //
 // Each kernel is the float32 kernel of dot_amd64.s (sdotKernel3x4,
-// sdotKernel1x8AVX2) with B widened as it is loaded: every accumulator
+// sdotStream2AVX2) with B widened as it is loaded: every accumulator
 // takes the float32 kernel's products in its order, and the reduction is
 // the same macro (dotfold_amd64.h's DOTREDUCE), so a tile is the float32
 // tile of B widened, bit for bit. They need AVX2 and FMA (and F16C for
@@ -184,171 +184,6 @@ wdotstore2:
 	VZEROUPPER
 	RET
 
-// WROW8GROUP: one group of 8 elements of W2DOT1X8, A's row at OA bytes
-// past SI, B's eight rows widened from OB bytes past DI, R12, R13, BX and
-// four rows (R9) further; eight FMAs into Y8-Y15.
-#define WROW8GROUP(OA, OB) \
-	VMOVUPS     OA(SI), Y0;          \
-	WIDEN8(OB(DI), Y1);              \
-	VFMADD231PS Y1, Y0, Y8;          \
-	WIDEN8(OB(R12), Y2);             \
-	VFMADD231PS Y2, Y0, Y9;          \
-	WIDEN8(OB(R13), Y3);             \
-	VFMADD231PS Y3, Y0, Y10;         \
-	WIDEN8(OB(BX), Y4);              \
-	VFMADD231PS Y4, Y0, Y11;         \
-	WIDEN8(OB(DI)(R9*1), Y1);        \
-	VFMADD231PS Y1, Y0, Y12;         \
-	WIDEN8(OB(R12)(R9*1), Y2);       \
-	VFMADD231PS Y2, Y0, Y13;         \
-	WIDEN8(OB(R13)(R9*1), Y3);       \
-	VFMADD231PS Y3, Y0, Y14;         \
-	WIDEN8(OB(BX)(R9*1), Y4);        \
-	VFMADD231PS Y4, Y0, Y15
-
-// func W2DOT1X8(k int, a *float32, b *uint16, ldb int, c *float32, alpha float32, beta float32)
-//
-// sdotKernel1x8AVX2 with B in 16 bits: B's pointers move 16 bytes per 8
-// elements (R9 = 4 rows of B). The frame holds the eight rows' last
-// partial groups. Each step of 16 elements also asks for the next 256
-// bytes of the tile after this one (R11, from its first row on, one line
-// after another), as the AVX-512 kernel does: eight rows of 2 KiB are
-// eight short streams, which the hardware prefetchers follow badly (the
-// 1-row product over 240 MiB of bfloat16 weights on AMD's Zen 3, 2
-// threads, three alternate runs each, median share of the read
-// bandwidth: 58-60 % without, 62-75 % with). The lines are asked into
-// L2 (PREFETCHT1), as the AVX-512 kernel's are: this kernel on Zen 4
-// (which runs it where TANDEM_KERNELS=avx2), four runs of eight alternate
-// rounds, median 21.5-24.3 GB/s with PREFETCHT0, 24.7-27.5 with
-// PREFETCHT1; not measured on Zen 3 since.
-TEXT W2DOT1X8(SB), NOSPLIT, $128-48
-	MOVQ   k+0(FP), CX
-	MOVQ   a+8(FP), SI
-	MOVQ   b+16(FP), DI
-	MOVQ   ldb+24(FP), R9
-	SHLQ   $1, R9
-	LEAQ   (DI)(R9*1), R12
-	LEAQ   (R12)(R9*1), R13
-	LEAQ   (R13)(R9*1), BX
-	SHLQ   $2, R9
-	LEAQ   (DI)(R9*2), R11
-	VXORPS Y8, Y8, Y8
-	VXORPS Y9, Y9, Y9
-	VXORPS Y10, Y10, Y10
-	VXORPS Y11, Y11, Y11
-	VXORPS Y12, Y12, Y12
-	VXORPS Y13, Y13, Y13
-	VXORPS Y14, Y14, Y14
-	VXORPS Y15, Y15, Y15
-
-wrow16:
-	CMPQ CX, $16
-	JL   wrow8
-	PREFETCHT1 0(R11)
-	PREFETCHT1 64(R11)
-	PREFETCHT1 128(R11)
-	PREFETCHT1 192(R11)
-	ADDQ $256, R11
-	WROW8GROUP(0, 0)
-	WROW8GROUP(32, 16)
-	ADDQ $64, SI
-	ADDQ $32, DI
-	ADDQ $32, R12
-	ADDQ $32, R13
-	ADDQ $32, BX
-	SUBQ $16, CX
-	JMP  wrow16
-
-wrow8:
-	CMPQ CX, $8
-	JL   wrowtail
-	WROW8GROUP(0, 0)
-	ADDQ $32, SI
-	ADDQ $16, DI
-	ADDQ $16, R12
-	ADDQ $16, R13
-	ADDQ $16, BX
-	SUBQ $8, CX
-
-wrowtail:
-	TESTQ   CX, CX
-	JZ      wrowreduce
-	VXORPS  Y0, Y0, Y0
-	VMOVUPS Y0, 0(SP)
-	VMOVUPS Y0, 32(SP)
-	VMOVUPS Y0, 64(SP)
-	VMOVUPS Y0, 96(SP)
-	LEAQ    (DI)(R9*1), R10
-	LEAQ    (R12)(R9*1), R11
-	LEAQ    (R13)(R9*1), R8
-	LEAQ    (BX)(R9*1), R9
-	XORQ    AX, AX
-
-wrowcopy:
-	MOVWLZX (DI)(AX*2), DX
-	MOVW    DX, 0(SP)(AX*2)
-	MOVWLZX (R12)(AX*2), DX
-	MOVW    DX, 16(SP)(AX*2)
-	MOVWLZX (R13)(AX*2), DX
-	MOVW    DX, 32(SP)(AX*2)
-	MOVWLZX (BX)(AX*2), DX
-	MOVW    DX, 48(SP)(AX*2)
-	MOVWLZX (R10)(AX*2), DX
-	MOVW    DX, 64(SP)(AX*2)
-	MOVWLZX (R11)(AX*2), DX
-	MOVW    DX, 80(SP)(AX*2)
-	MOVWLZX (R8)(AX*2), DX
-	MOVW    DX, 96(SP)(AX*2)
-	MOVWLZX (R9)(AX*2), DX
-	MOVW    DX, 112(SP)(AX*2)
-	INCQ    AX
-	CMPQ    AX, CX
-	JL      wrowcopy
-
-	LEAQ        ·sdotMask(SB), DX
-	NEGQ        CX
-	VMOVUPS     32(DX)(CX*4), Y7
-	VMASKMOVPS  (SI), Y7, Y0
-	WIDEN8(0(SP), Y1)
-	VFMADD231PS Y1, Y0, Y8
-	WIDEN8(16(SP), Y1)
-	VFMADD231PS Y1, Y0, Y9
-	WIDEN8(32(SP), Y1)
-	VFMADD231PS Y1, Y0, Y10
-	WIDEN8(48(SP), Y1)
-	VFMADD231PS Y1, Y0, Y11
-	WIDEN8(64(SP), Y1)
-	VFMADD231PS Y1, Y0, Y12
-	WIDEN8(80(SP), Y1)
-	VFMADD231PS Y1, Y0, Y13
-	WIDEN8(96(SP), Y1)
-	VFMADD231PS Y1, Y0, Y14
-	WIDEN8(112(SP), Y1)
-	VFMADD231PS Y1, Y0, Y15
-
-wrowreduce:
-	MOVQ         c+32(FP), DX
-	VBROADCASTSS alpha+40(FP), X2
-	VBROADCASTSS beta+44(FP), X3
-	MOVL         beta+44(FP), CX
-	ANDL         $0x7fffffff, CX
-	DOTREDUCE(Y8, Y9, Y10, Y11)
-	VMULPS       X2, X0, X0
-	TESTL        CX, CX
-	JZ           wrowstore0
-	VFMADD231PS  (DX), X3, X0
-wrowstore0:
-	VMOVUPS      X0, (DX)
-	DOTREDUCE(Y12, Y13, Y14, Y15)
-	VMULPS       X2, X0, X0
-	TESTL        CX, CX
-	JZ           wrowstore1
-	VFMADD231PS  16(DX), X3, X0
-wrowstore1:
-	VMOVUPS      X0, 16(DX)
-	VZEROUPPER
-	RET
-
 // func W2DOTSTREAM2(k int, a *float32, b0 *uint16, b1 *uint16, rows int, ldb int, c0 *float32, c1 *float32, alpha float32, beta float32)
 //
 // sdotStream2AVX2 with B in 16 bits, widened as in W2DOT3X4: one row of A
@@ -440,22 +275,7 @@ w2vcopy:
 w2vreduce:
 	DOTREDUCE(Y8, Y9, Y8, Y9)
 	VMULPS      X2, X0, X0
-	VMOVSHDUP   X0, X1
-	MOVL        beta+68(FP), DX
-	ANDL        $0x7fffffff, DX
-	JZ          w2vstore
-	VFMADD231SS (R10), X3, X0
-	VFMADD231SS (R11), X3, X1
-
-w2vstore:
-	VMOVSS X0, (R10)
-	VMOVSS X1, (R11)
-	ADDQ   $4, R10
-	ADDQ   $4, R11
-	ADDQ   R9, DI
-	ADDQ   R9, R12
-	DECQ   R8
-	JMP    w2vrow
+	STREAM2NEXT(w2vstore, w2vrow)
 
 w2vdone:
 	VZEROUPPER

@@ -5,7 +5,7 @@
 //	WIDEN16(src, dst): the 16 16-bit elements at src (a 256-bit memory
 //	                   operand or a Y register) widened, exactly, to the
 //	                   16 float32 lanes of Z register dst
-//	WDOT4X4, WDOT1X8,
+//	WDOT4X4,
 //	WDOTSTREAM2:       the kernels' symbol names
 //
 // Each kernel is the float32 kernel of dot512_amd64.s with B widened as it
@@ -43,29 +43,6 @@
 	VFMADD231PS Z4, Z1, Z23;   \
 	VFMADD231PS Z4, Z2, Z27;   \
 	VFMADD231PS Z4, Z3, Z31
-
-// WDOT1X8GROUP is one group of 16 elements of WDOT1X8: A's
-// row at OA bytes past SI, B's eight rows widened from OB bytes past DI,
-// R12, R13, BX and four rows (R9) further, eight FMAs into Z16-Z23.
-#define WDOT1X8GROUP(OA, OB) \
-	VMOVUPS OA(SI), Z0;             \
-	WIDEN16(OB(DI), Z1);           \
-	VFMADD231PS Z1, Z0, Z16;        \
-	WIDEN16(OB(R12), Z2);          \
-	VFMADD231PS Z2, Z0, Z17;        \
-	WIDEN16(OB(R13), Z3);          \
-	VFMADD231PS Z3, Z0, Z18;        \
-	WIDEN16(OB(BX), Z4);           \
-	VFMADD231PS Z4, Z0, Z19;        \
-	WIDEN16(OB(DI)(R9*1), Z1);     \
-	VFMADD231PS Z1, Z0, Z20;        \
-	WIDEN16(OB(R12)(R9*1), Z2);    \
-	VFMADD231PS Z2, Z0, Z21;        \
-	WIDEN16(OB(R13)(R9*1), Z3);    \
-	VFMADD231PS Z3, Z0, Z22;        \
-	WIDEN16(OB(BX)(R9*1), Z4);     \
-	VFMADD231PS Z4, Z0, Z23
-
 
 // func WDOT4X4(k int, a *float32, lda int, b *uint16, ldb int, c *float32, ldc int, alpha float32, beta float32)
 //
@@ -216,132 +193,6 @@ hdot16store3:
 	VZEROUPPER
 	RET
 
-// func WDOT1X8(k int, a *float32, b *uint16, ldb int, c *float32, alpha float32, beta float32)
-//
-// sdotKernel1x8AVX512 with B in 16 bits, widened as in WDOT4X4 (B's
-// pointers move 32 bytes per 16 elements, R9 = 4·ldb·2 bytes), two groups
-// of 16 a step: each element is the float32 kernel's on B widened, bit for
-// bit. Each step also asks for the next 512 bytes of the memory one tile
-// ahead (R11, from the next tile's first row on, one line after another):
-// a tile's eight rows of a few KiB are eight short streams, which Zen 5's
-// prefetchers follow badly, while B's rows lie one after another, so this
-// walks the next tile in address order (the 1-row product over 3072×1024
-// weights on Zen 5, 2 threads, five alternate runs: median 27.5 → 29.2
-// GB/s, best 36.0 → 42.9; the eight lines at the pointers' offsets one
-// tile on had done no better than none). The lines are asked into L2
-// (PREFETCHT1), not L1: on Zen 4, 2 threads, over 240 MiB of bfloat16
-// weights in four runs of eight alternate rounds, the median went from
-// 18.1-22.7 GB/s with PREFETCHT0 (19.8-22.2 with no prefetch) to
-// 24.1-29.2 with PREFETCHT1, beside 26.7-28.7 for the float32 kernel,
-// which asks for nothing.
-TEXT WDOT1X8(SB), NOSPLIT, $0-48
-	MOVQ k+0(FP), CX
-	MOVQ a+8(FP), SI
-	MOVQ b+16(FP), DI
-	MOVQ ldb+24(FP), R9
-	SHLQ $1, R9
-	LEAQ (DI)(R9*1), R12
-	LEAQ (R12)(R9*1), R13
-	LEAQ (R13)(R9*1), BX
-	SHLQ $2, R9
-	LEAQ (DI)(R9*2), R11
-	VPXORD Z16, Z16, Z16
-	VPXORD Z17, Z17, Z17
-	VPXORD Z18, Z18, Z18
-	VPXORD Z19, Z19, Z19
-	VPXORD Z20, Z20, Z20
-	VPXORD Z21, Z21, Z21
-	VPXORD Z22, Z22, Z22
-	VPXORD Z23, Z23, Z23
-
-hdot1loop32:
-	CMPQ CX, $32
-	JL hdot1loop
-	PREFETCHT1 0(R11)
-	PREFETCHT1 64(R11)
-	PREFETCHT1 128(R11)
-	PREFETCHT1 192(R11)
-	PREFETCHT1 256(R11)
-	PREFETCHT1 320(R11)
-	PREFETCHT1 384(R11)
-	PREFETCHT1 448(R11)
-	ADDQ $512, R11
-	WDOT1X8GROUP(0, 0)
-	WDOT1X8GROUP(64, 32)
-	ADDQ $128, SI
-	ADDQ $64, DI
-	ADDQ $64, R12
-	ADDQ $64, R13
-	ADDQ $64, BX
-	SUBQ $32, CX
-	JMP hdot1loop32
-
-hdot1loop:
-	CMPQ CX, $16
-	JL hdot1tail
-	WDOT1X8GROUP(0, 0)
-	ADDQ $64, SI
-	ADDQ $32, DI
-	ADDQ $32, R12
-	ADDQ $32, R13
-	ADDQ $32, BX
-	SUBQ $16, CX
-	JMP hdot1loop
-
-hdot1tail:
-	TESTQ CX, CX
-	JZ hdot1reduce
-	MOVL $1, R11
-	SHLL CX, R11
-	DECL R11
-	KMOVW R11, K1
-	VMOVUPS.Z (SI), K1, Z0
-	VMOVDQU16.Z (DI), K1, Y5
-	WIDEN16(Y5, Z1)
-	VFMADD231PS Z1, Z0, Z16
-	VMOVDQU16.Z (R12), K1, Y5
-	WIDEN16(Y5, Z2)
-	VFMADD231PS Z2, Z0, Z17
-	VMOVDQU16.Z (R13), K1, Y5
-	WIDEN16(Y5, Z3)
-	VFMADD231PS Z3, Z0, Z18
-	VMOVDQU16.Z (BX), K1, Y5
-	WIDEN16(Y5, Z4)
-	VFMADD231PS Z4, Z0, Z19
-	VMOVDQU16.Z (DI)(R9*1), K1, Y5
-	WIDEN16(Y5, Z1)
-	VFMADD231PS Z1, Z0, Z20
-	VMOVDQU16.Z (R12)(R9*1), K1, Y5
-	WIDEN16(Y5, Z2)
-	VFMADD231PS Z2, Z0, Z21
-	VMOVDQU16.Z (R13)(R9*1), K1, Y5
-	WIDEN16(Y5, Z3)
-	VFMADD231PS Z3, Z0, Z22
-	VMOVDQU16.Z (BX)(R9*1), K1, Y5
-	WIDEN16(Y5, Z4)
-	VFMADD231PS Z4, Z0, Z23
-
-hdot1reduce:
-	MOVQ         c+32(FP), SI
-	VBROADCASTSS alpha+40(FP), X2
-	VBROADCASTSS beta+44(FP), X3
-	MOVL         beta+44(FP), CX
-	ANDL         $0x7fffffff, CX
-	FOLD4(Z16, Z17, Z18, Z19)
-	TESTL CX, CX
-	JZ hdot1store0
-	VFMADD231PS 0(SI), X3, X0
-hdot1store0:
-	VMOVUPS X0, 0(SI)
-	FOLD4(Z20, Z21, Z22, Z23)
-	TESTL CX, CX
-	JZ hdot1store1
-	VFMADD231PS 16(SI), X3, X0
-hdot1store1:
-	VMOVUPS X0, 16(SI)
-	VZEROUPPER
-	RET
-
 // func WDOTSTREAM2(k int, a *float32, b0 *uint16, b1 *uint16, rows int, ldb int, c0 *float32, c1 *float32, alpha float32, beta float32)
 //
 // sdotStream2AVX512 with B in 16 bits, widened as in WDOT4X4: one row of
@@ -361,8 +212,6 @@ TEXT WDOTSTREAM2(SB), NOSPLIT, $0-72
 	MOVQ c1+56(FP), R11
 	VBROADCASTSS alpha+64(FP), X2
 	VBROADCASTSS beta+68(FP), X3
-	MOVL beta+68(FP), DX
-	ANDL $0x7fffffff, DX
 	MOVQ CX, AX
 	ANDL $15, CX
 	MOVL $1, BX
@@ -420,21 +269,7 @@ w2tail:
 
 w2reduce:
 	FOLD4(Z16, Z17, Z16, Z17)
-	VMOVSHDUP X0, X1
-	TESTL DX, DX
-	JZ w2store
-	VFMADD231SS (R10), X3, X0
-	VFMADD231SS (R11), X3, X1
-
-w2store:
-	VMOVSS X0, (R10)
-	VMOVSS X1, (R11)
-	ADDQ $4, R10
-	ADDQ $4, R11
-	ADDQ R9, DI
-	ADDQ R9, R12
-	DECQ R8
-	JMP w2row
+	STREAM2NEXT(w2store, w2row)
 
 w2done:
 	VZEROUPPER
