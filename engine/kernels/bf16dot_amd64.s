@@ -234,16 +234,7 @@ bd4store3:
 // beta is added as there, so it equals the element of a 4×4 tile bit for
 // bit. AX is the byte offset along the rows of A and B.
 TEXT ·bdotStream2(SB), NOSPLIT, $0-72
-	MOVQ k+0(FP), CX
-	MOVQ a+8(FP), SI
-	MOVQ b0+16(FP), DI
-	MOVQ b1+24(FP), R12
-	MOVQ rows+32(FP), R8
-	MOVQ ldb+40(FP), R9
-	SHLQ $1, R9
-	MOVQ c0+48(FP), R10
-	MOVQ c1+56(FP), R11
-	VBROADCASTSS beta+68(FP), X3
+	STREAM2ARGS($1)
 	MOVQ CX, AX
 	ANDQ $31, CX
 	MOVQ $1, BX

@@ -161,17 +161,7 @@ sdot16store3:
 // either run's accumulator is Z16 (b0) and Z17 (b1); AX is the byte
 // offset along k.
 TEXT ·sdotStream2AVX512(SB), NOSPLIT, $0-72
-	MOVQ k+0(FP), CX
-	MOVQ a+8(FP), SI
-	MOVQ b0+16(FP), DI
-	MOVQ b1+24(FP), R12
-	MOVQ rows+32(FP), R8
-	MOVQ ldb+40(FP), R9
-	SHLQ $2, R9
-	MOVQ c0+48(FP), R10
-	MOVQ c1+56(FP), R11
-	VBROADCASTSS alpha+64(FP), X2
-	VBROADCASTSS beta+68(FP), X3
+	STREAM2ARGS($2)
 	MOVQ CX, R13
 	ANDL $15, CX
 	MOVL $1, BX

@@ -314,17 +314,7 @@ ddotstore2:
 // group under sdotMask's mask, DOTREDUCE's tree, alpha and beta as there).
 // Y7 holds the mask, X2 alpha and X3 beta; AX is the byte offset along k.
 TEXT ·sdotStream2AVX2(SB), NOSPLIT, $0-72
-	MOVQ         k+0(FP), CX
-	MOVQ         a+8(FP), SI
-	MOVQ         b0+16(FP), DI
-	MOVQ         b1+24(FP), R12
-	MOVQ         rows+32(FP), R8
-	MOVQ         ldb+40(FP), R9
-	SHLQ         $2, R9
-	MOVQ         c0+48(FP), R10
-	MOVQ         c1+56(FP), R11
-	VBROADCASTSS alpha+64(FP), X2
-	VBROADCASTSS beta+68(FP), X3
+	STREAM2ARGS($2)
 	MOVQ         CX, AX
 	ANDQ         $7, AX
 	LEAQ         ·sdotMask(SB), BX

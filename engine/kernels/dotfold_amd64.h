@@ -32,6 +32,22 @@
 	VEXTRACTF128 $1, Y0, X1; \
 	VADDPS       X1, X0, X0
 
+// STREAM2ARGS loads the two-stream kernels' arguments: k in CX, a in SI,
+// b0 in DI, b1 in R12, rows in R8, ldb in bytes (ldb << SHIFT) in R9, c0
+// in R10, c1 in R11, alpha in X2's lanes and beta in X3's.
+#define STREAM2ARGS(SHIFT) \
+	MOVQ         k+0(FP), CX;       \
+	MOVQ         a+8(FP), SI;       \
+	MOVQ         b0+16(FP), DI;     \
+	MOVQ         b1+24(FP), R12;    \
+	MOVQ         rows+32(FP), R8;   \
+	MOVQ         ldb+40(FP), R9;    \
+	SHLQ         SHIFT, R9;         \
+	MOVQ         c0+48(FP), R10;    \
+	MOVQ         c1+56(FP), R11;    \
+	VBROADCASTSS alpha+64(FP), X2;  \
+	VBROADCASTSS beta+68(FP), X3
+
 // STREAM2NEXT ends one row of the two-stream kernels (sdotStream2AVX512,
 // sdotStream2AVX2 and their twins, all with the same arguments): X0 holds
 // alpha times the two sums, the first run's in lane 0 and the second's in

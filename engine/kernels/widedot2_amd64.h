@@ -193,17 +193,7 @@ wdotstore2:
 // rows (A's is twice it); the frame holds the two rows' last partial
 // groups.
 TEXT W2DOTSTREAM2(SB), NOSPLIT, $32-72
-	MOVQ         k+0(FP), CX
-	MOVQ         a+8(FP), SI
-	MOVQ         b0+16(FP), DI
-	MOVQ         b1+24(FP), R12
-	MOVQ         rows+32(FP), R8
-	MOVQ         ldb+40(FP), R9
-	SHLQ         $1, R9
-	MOVQ         c0+48(FP), R10
-	MOVQ         c1+56(FP), R11
-	VBROADCASTSS alpha+64(FP), X2
-	VBROADCASTSS beta+68(FP), X3
+	STREAM2ARGS($1)
 	MOVQ         CX, AX
 	ANDQ         $7, AX
 	LEAQ         ·sdotMask(SB), DX

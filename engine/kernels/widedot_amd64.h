@@ -201,17 +201,7 @@ hdot16store3:
 // kernel's on B widened, bit for bit. R13 is the byte offset along B's
 // rows (A's is twice it).
 TEXT WDOTSTREAM2(SB), NOSPLIT, $0-72
-	MOVQ k+0(FP), CX
-	MOVQ a+8(FP), SI
-	MOVQ b0+16(FP), DI
-	MOVQ b1+24(FP), R12
-	MOVQ rows+32(FP), R8
-	MOVQ ldb+40(FP), R9
-	SHLQ $1, R9
-	MOVQ c0+48(FP), R10
-	MOVQ c1+56(FP), R11
-	VBROADCASTSS alpha+64(FP), X2
-	VBROADCASTSS beta+68(FP), X3
+	STREAM2ARGS($1)
 	MOVQ CX, AX
 	ANDL $15, CX
 	MOVL $1, BX
